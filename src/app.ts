@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import type { Config } from './config.ts';
+import { installAuth } from './http/auth.ts';
+import { installErrorHandling } from './http/error-handler.ts';
+import { healthRoutes } from './http/health-routes.ts';
+import { resourceRoutes } from './http/resource-routes.ts';
+import type { Database } from './store/database.ts';
+import { apiKeys } from './store/resources/api-keys.ts';
+import { environmentVariables } from './store/resources/environment-variables.ts';
+import { flows } from './store/resources/flows.ts';
+import { members } from './store/resources/members.ts';
+import { ResourceStore } from './store/resources/resource-store.ts';
+import { tablesSpec } from './store/resources/tables.ts';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  /** The signing secret for cursors and URLs. */
+  secret: string;
+  /** false silences the request log (tests). */
+  logger?: boolean;
+}
+
+/** The whole HTTP service: auth, the one error format, and every route. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, database } = deps;
+  const app = Fastify({
+    logger: deps.logger === false ? false : { level: config.logLevel },
+    // Per-request log lines halve throughput; errors are still logged, with their request id.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.maxBodyBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: 'x-request-id',
+    return503OnClosing: true,
+  });
+  // Only JSON bodies: anything else is a 415, not a string handed to the routes.
+  app.removeContentTypeParser(['text/plain']);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  installErrorHandling(app);
+  installAuth(app, database);
+  healthRoutes(app, database);
+
+  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {
+    resourceRoutes(app, new ResourceStore(spec, database));
+  }
+  await app.ready();
+  return app;
+}

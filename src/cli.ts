@@ -1,0 +1,126 @@
+import { parseArgs } from 'node:util';
+import { CONFIG_FLAGS, ConfigError, loadConfig } from './config.ts';
+import { generateApiKey } from './domain/api-key.ts';
+import { insertApiKey } from './store/auth-store.ts';
+import { startServer } from './server.ts';
+import { ensureOwner } from './store/bootstrap.ts';
+import { type Database, openDatabase } from './store/database.ts';
+import { migrate } from './store/migrations.ts';
+
+const USAGE = `Usage: rowhouse <command> [flags]
+
+Commands:
+  serve                          start the HTTP service (migrates first)
+  migrate                        apply pending database migrations and exit
+  api-keys create --name NAME    create an API key for the owner member; prints it once
+  api-keys list                  list API keys (never the keys themselves)
+  api-keys revoke ID             revoke an API key from the next request on
+
+Every command takes the configuration flags (each also an environment variable):
+  --port, --host, --data-dir, --database-url, --storage, --public-url, --secret,
+  --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --log-level
+`;
+
+class UsageError extends Error {}
+
+/** Opens the configured database, brought up to date, for one command. */
+async function withDatabase<T>(flags: Record<string, string>, work: (database: Database, applied: number[]) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env, flags);
+  const database = openDatabase(config.databaseUrl);
+  try {
+    const applied = await migrate(database.db, database.dialect);
+    return await work(database, applied);
+  } finally {
+    await database.close();
+  }
+}
+
+async function serve(flags: Record<string, string>): Promise<void> {
+  const server = await startServer(loadConfig(process.env, flags));
+  const shutdown = (signal: string) => {
+    server.app.log.info({ signal }, 'shutting down');
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        server.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Record<string, string>): Promise<void> {
+  if (sub === 'create') {
+    const name = flags.name;
+    if (!name) throw new UsageError('api-keys create needs --name NAME');
+    await withDatabase(flags, async ({ db }) => {
+      const ownerId = await ensureOwner(db);
+      const key = generateApiKey();
+      const id = await insertApiKey(db, key, name, ownerId);
+      console.log(`Created API key ${id} (${name}). It is shown only this once:`);
+      console.log(key);
+    });
+  } else if (sub === 'list') {
+    await withDatabase(flags, async ({ db }) => {
+      const keys = await db
+        .selectFrom('rh_api_keys')
+        .select(['id', 'name', 'prefix', 'memberId', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'])
+        .orderBy('createdAt')
+        .execute();
+      for (const k of keys) {
+        const state = k.revokedAt ? `revoked ${k.revokedAt}` : k.expiresAt ? `expires ${k.expiresAt}` : 'active';
+        console.log(`${k.id}  ${k.prefix}…  ${k.name}  (${state}; last used ${k.lastUsedAt ?? 'never'})`);
+      }
+      if (keys.length === 0) console.log('No API keys.');
+    });
+  } else if (sub === 'revoke') {
+    const id = rest[0];
+    if (!id) throw new UsageError('api-keys revoke needs the key id');
+    await withDatabase(flags, async ({ db }) => {
+      const now = new Date().toISOString();
+      const result = await db
+        .updateTable('rh_api_keys')
+        .set({ revokedAt: now, updatedAt: now })
+        .where('id', '=', id)
+        .where('revokedAt', 'is', null)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) throw new UsageError(`No active API key ${id}`);
+      console.log(`Revoked API key ${id}.`);
+    });
+  } else {
+    throw new UsageError('api-keys takes create, list or revoke');
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { ...CONFIG_FLAGS, name: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    });
+    const flags = values as Record<string, string>;
+    const [command, sub, ...rest] = positionals;
+    if (values.help || !command) {
+      console.log(USAGE);
+      return;
+    }
+    if (command === 'serve') await serve(flags);
+    else if (command === 'migrate') {
+      await withDatabase(flags, async (_database, applied) => {
+        console.log(applied.length === 0 ? 'No pending migrations.' : `Applied migrations ${applied.join(', ')}.`);
+      });
+    } else if (command === 'api-keys') await apiKeysCommand(sub, rest, flags);
+    else throw new UsageError(`Unknown command ${command}`);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`rowhouse: ${(err as Error).message}\n\n${USAGE}`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,118 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+/** Everything the service is configured with, parsed in this one place (CONTRACT §1). */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string;
+  storage: string;
+  publicUrl: string;
+  /** null: generated once and kept in the database. */
+  secret: string | null;
+  /** When set, this key is made to exist at start, owned by the owner member. */
+  apiKey: string | null;
+  maxBodyBytes: number;
+  maxFileBytes: number;
+  uploadTtlSeconds: number;
+  /** Bounded wait for requests in flight on shutdown. */
+  shutdownTimeoutMs: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+/** Each setting: its environment variable and the `rowhouse serve` flag that overrides it. */
+const SETTINGS = {
+  port: { env: 'PORT', flag: 'port' },
+  host: { env: 'HOST', flag: 'host' },
+  dataDir: { env: 'ROWHOUSE_DATA_DIR', flag: 'data-dir' },
+  databaseUrl: { env: 'DATABASE_URL', flag: 'database-url' },
+  storage: { env: 'ROWHOUSE_STORAGE', flag: 'storage' },
+  publicUrl: { env: 'ROWHOUSE_PUBLIC_URL', flag: 'public-url' },
+  secret: { env: 'ROWHOUSE_SECRET', flag: 'secret' },
+  apiKey: { env: 'ROWHOUSE_API_KEY', flag: 'api-key' },
+  maxBodyBytes: { env: 'ROWHOUSE_MAX_BODY_BYTES', flag: 'max-body-bytes' },
+  maxFileBytes: { env: 'ROWHOUSE_MAX_FILE_BYTES', flag: 'max-file-bytes' },
+  uploadTtlSeconds: { env: 'ROWHOUSE_UPLOAD_TTL_SECONDS', flag: 'upload-ttl-seconds' },
+  logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
+} as const;
+
+type SettingName = keyof typeof SETTINGS;
+
+/** The flag definitions for `util.parseArgs`, derived from SETTINGS. */
+export const CONFIG_FLAGS = Object.fromEntries(
+  Object.values(SETTINGS).map((s) => [s.flag, { type: 'string' as const }]),
+);
+
+function integer(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/**
+ * Builds the Config from environment variables, with flags (already parsed) taking precedence.
+ * `cwd` anchors the relative default data directory.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  flags: Partial<Record<string, string>> = {},
+  cwd: string = process.cwd(),
+): Config {
+  const get = (name: SettingName): string | undefined => {
+    const s = SETTINGS[name];
+    const v = flags[s.flag] ?? env[s.env];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const label = (name: SettingName) => SETTINGS[name].env;
+
+  const port = integer(label('port'), get('port') ?? '8080', 0, 65535);
+  const host = get('host') ?? '127.0.0.1';
+  const dataDir = path.resolve(cwd, get('dataDir') ?? './data');
+  const databaseUrl = get('databaseUrl') ?? `sqlite:${path.join(dataDir, 'rowhouse.db')}`;
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
+    throw new ConfigError(`${label('databaseUrl')} must start with sqlite: or postgres://`);
+  }
+  const storage = get('storage') ?? `file:${path.join(dataDir, 'files')}`;
+  if (!/^(file:|s3:\/\/)/.test(storage)) {
+    throw new ConfigError(`${label('storage')} must start with file: or s3://`);
+  }
+  const publicUrl = (get('publicUrl') ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  try {
+    new URL(publicUrl);
+  } catch {
+    throw new ConfigError(`${label('publicUrl')} is not a URL: "${publicUrl}"`);
+  }
+  const apiKey = get('apiKey') ?? null;
+  if (apiKey !== null && apiKey.length < 16) {
+    throw new ConfigError(`${label('apiKey')} must be at least 16 characters`);
+  }
+  const secret = get('secret') ?? null;
+  if (secret !== null && secret.length < 16) {
+    throw new ConfigError(`${label('secret')} must be at least 16 characters`);
+  }
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    storage,
+    publicUrl,
+    secret,
+    apiKey,
+    maxBodyBytes: integer(label('maxBodyBytes'), get('maxBodyBytes') ?? String(16 * 1024 * 1024), 1024, 2 ** 31),
+    maxFileBytes: integer(label('maxFileBytes'), get('maxFileBytes') ?? String(100 * 1024 * 1024), 1, 2 ** 40),
+    uploadTtlSeconds: integer(label('uploadTtlSeconds'), get('uploadTtlSeconds') ?? '86400', 1, 2 ** 31),
+    shutdownTimeoutMs: 10_000,
+    logLevel: get('logLevel') ?? 'info',
+  };
+}
+
+/** Parses `rowhouse serve` style flags into the shape loadConfig takes. */
+export function parseConfigFlags(args: string[]): Record<string, string> {
+  const { values } = parseArgs({ args, options: CONFIG_FLAGS, strict: true, allowPositionals: false });
+  return values as Record<string, string>;
+}

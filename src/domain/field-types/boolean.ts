@@ -1,0 +1,13 @@
+import { type FieldType, describe, fail, ok } from './field-type.ts';
+
+export const booleanType: FieldType = {
+  name: 'boolean',
+  column: 'boolean',
+  optionsSchema: { type: 'object', additionalProperties: false },
+  parse: (value) => (typeof value === 'boolean' ? ok(value) : fail(`must be true or false, not ${describe(value)}`)),
+  toDb: (value, dialect) => dialect.encodeBoolean(value as boolean),
+  fromDb: (raw, dialect) => dialect.decodeBoolean(raw),
+  filterOps: ['_eq'],
+  sortable: true,
+  valueSchema: () => ({ type: 'boolean' }),
+};

@@ -1,0 +1,68 @@
+import type { ColumnKind, Dialect } from '../../store/dialect.ts';
+
+export const FIELD_TYPE_NAMES = [
+  'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file',
+] as const;
+export type FieldTypeName = (typeof FIELD_TYPE_NAMES)[number];
+
+/** A field of a user table, as stored in the metadata. */
+export interface FieldDef {
+  id: string;
+  code: string;
+  name: string;
+  type: FieldTypeName;
+  required: boolean;
+  options: Record<string, unknown>;
+}
+
+export type ParseResult = { ok: true; value: unknown } | { ok: false; message: string };
+
+export const ok = (value: unknown): ParseResult => ({ ok: true, value });
+export const fail = (message: string): ParseResult => ({ ok: false, message });
+
+/** The filter operators of CONTRACT §6 (without `_isNull`, which every type accepts). */
+export type FilterOp = '_eq' | '_gt' | '_gte' | '_lt' | '_lte' | '_contains' | '_startsWith' | '_endsWith';
+
+export const ORDER_OPS: readonly FilterOp[] = ['_eq', '_gt', '_gte', '_lt', '_lte'];
+export const TEXT_OPS: readonly FilterOp[] = [...ORDER_OPS, '_contains', '_startsWith', '_endsWith'];
+
+/**
+ * One field type: everything the service needs to know about it lives in its module.
+ * Routes, SQL and exporters ask the registry, never switch on the type name.
+ */
+export interface FieldType {
+  name: FieldTypeName;
+  /** The kind of SQL column that stores it. */
+  column: ColumnKind;
+  /** JSON Schema of the field's `options`. */
+  optionsSchema: Record<string, unknown>;
+  /** Cross-option checks JSON Schema cannot express; returns problems. */
+  checkOptions?(options: Record<string, unknown>): string[];
+  /** Checks a written, non-null value and returns its normalised form, or why it is wrong. */
+  parse(value: unknown, field: FieldDef): ParseResult;
+  /** A normalised value as the database column takes it. */
+  toDb(value: unknown, dialect: Dialect): unknown;
+  /** A column value (never null) as the API returns it. */
+  fromDb(raw: unknown, dialect: Dialect): unknown;
+  /** Filter operators it accepts besides `_isNull`. */
+  filterOps: readonly FilterOp[];
+  /** Whether it can be a sort key (and so gets a sort index). */
+  sortable: boolean;
+  /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */
+  valueSchema(field: FieldDef): Record<string, unknown>;
+}
+
+/** Codecs shared by the types stored as plain text columns. */
+export const textColumn = {
+  toDb: (value: unknown) => value,
+  fromDb: (raw: unknown) => raw,
+};
+
+/** Codecs shared by the types stored as JSON columns. */
+export const jsonColumn = {
+  toDb: (value: unknown, dialect: Dialect) => dialect.encodeJson(value),
+  fromDb: (raw: unknown, dialect: Dialect) => dialect.decodeJson(raw),
+};
+
+export const describe = (value: unknown): string =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;

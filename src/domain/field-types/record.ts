@@ -1,0 +1,15 @@
+import { type FieldType, describe, fail, jsonColumn, ok } from './field-type.ts';
+
+export const recordType: FieldType = {
+  name: 'record',
+  column: 'json',
+  optionsSchema: { type: 'object', additionalProperties: false },
+  parse: (value) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? ok(value)
+      : fail(`must be an object, not ${describe(value)}`),
+  ...jsonColumn,
+  filterOps: [],
+  sortable: false,
+  valueSchema: () => ({ type: 'object' }),
+};

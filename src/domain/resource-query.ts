@@ -1,0 +1,215 @@
+import { normaliseDateTime } from './dates.ts';
+import { type ErrorDetail, invalid } from '../errors.ts';
+
+/**
+ * The list query of the generic resources (CONTRACT §9): `paging`, `filter`, `sorting` and
+ * `relations`, each a JSON string, parsed into typed values against the resource's attributes.
+ */
+
+/** How an attribute of a generic resource is stored and compared. */
+export type AttrType = 'text' | 'boolean' | 'timestamp' | 'json';
+
+export const RESOURCE_OPS = [
+  'eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'notLike', 'iLike', 'in', 'notIn', 'is', 'isNot',
+] as const;
+export type ResourceOp = (typeof RESOURCE_OPS)[number];
+
+const OPS_BY_TYPE: Record<AttrType, readonly ResourceOp[]> = {
+  text: RESOURCE_OPS,
+  timestamp: ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'notIn', 'is', 'isNot'],
+  boolean: ['eq', 'neq', 'is', 'isNot'],
+  json: ['is', 'isNot'],
+};
+
+export type ResourceFilter =
+  | { kind: 'and' | 'or'; items: ResourceFilter[] }
+  | { kind: 'cmp'; attr: string; op: ResourceOp; value: unknown };
+
+export interface ResourceSort {
+  attr: string;
+  direction: 'asc' | 'desc';
+}
+
+export interface ResourceListQuery {
+  limit: number;
+  offset: number;
+  filter: ResourceFilter | null;
+  sorting: ResourceSort[];
+  relations: string[];
+}
+
+export interface QueryableAttrs {
+  /** Attribute name → type, for every attribute that can be filtered and sorted. */
+  types: Record<string, AttrType>;
+  relations: readonly string[];
+}
+
+export const MAX_PAGE_LIMIT = 1000;
+const DEFAULT_PAGE_LIMIT = 50;
+const MAX_FILTER_DEPTH = 16;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function parseJsonParam(name: string, raw: unknown, details: ErrorDetail[]): unknown {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string') {
+    details.push({ path: name, message: 'must be given once, as a JSON string' });
+    return undefined;
+  }
+  try {
+    return JSON.parse(raw);
+  } catch {
+    details.push({ path: name, message: 'is not valid JSON' });
+    return undefined;
+  }
+}
+
+function parsePaging(value: unknown, details: ErrorDetail[]): { limit: number; offset: number } {
+  const paging = { limit: DEFAULT_PAGE_LIMIT, offset: 0 };
+  if (value === undefined) return paging;
+  if (!isObject(value)) {
+    details.push({ path: 'paging', message: 'must be an object {limit, offset}' });
+    return paging;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'limit') {
+      if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_PAGE_LIMIT) {
+        details.push({ path: 'paging.limit', message: `must be an integer from 1 to ${MAX_PAGE_LIMIT}` });
+      } else paging.limit = v as number;
+    } else if (key === 'offset') {
+      if (!Number.isSafeInteger(v) || (v as number) < 0) {
+        details.push({ path: 'paging.offset', message: 'must be an integer of 0 or more' });
+      } else paging.offset = v as number;
+    } else {
+      details.push({ path: `paging.${key}`, message: 'is not a paging key; use limit and offset' });
+    }
+  }
+  return paging;
+}
+
+/** Checks one comparison value against the attribute's type; returns it normalised. */
+function comparisonValue(type: AttrType, op: ResourceOp, value: unknown, path: string, details: ErrorDetail[]): unknown {
+  if (op === 'is' || op === 'isNot') {
+    if (value === null || (type === 'boolean' && typeof value === 'boolean')) return value;
+    details.push({ path, message: type === 'boolean' ? 'must be null, true or false' : 'must be null' });
+    return undefined;
+  }
+  if (op === 'in' || op === 'notIn') {
+    if (!Array.isArray(value) || value.length === 0 || value.length > MAX_PAGE_LIMIT) {
+      details.push({ path, message: `must be an array of 1 to ${MAX_PAGE_LIMIT} values` });
+      return undefined;
+    }
+    return value.map((v, i) => comparisonValue(type, 'eq', v, `${path}[${i}]`, details));
+  }
+  if (value === null) {
+    details.push({ path, message: 'cannot be null; use is or isNot to test for null' });
+    return undefined;
+  }
+  if (type === 'boolean') {
+    if (typeof value !== 'boolean') details.push({ path, message: 'must be true or false' });
+    return value;
+  }
+  if (typeof value !== 'string') {
+    details.push({ path, message: 'must be a string' });
+    return undefined;
+  }
+  if (type === 'timestamp') {
+    const iso = normaliseDateTime(value);
+    if (iso === null) details.push({ path, message: 'must be an ISO 8601 date-time with an offset' });
+    return iso;
+  }
+  return value;
+}
+
+function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth: number, details: ErrorDetail[]): ResourceFilter | null {
+  if (!isObject(value)) {
+    details.push({ path, message: 'must be an object' });
+    return null;
+  }
+  if (depth > MAX_FILTER_DEPTH) {
+    details.push({ path, message: `is nested more than ${MAX_FILTER_DEPTH} levels deep` });
+    return null;
+  }
+  const items: ResourceFilter[] = [];
+  for (const [key, cond] of Object.entries(value)) {
+    const here = `${path}.${key}`;
+    if (key === 'and' || key === 'or') {
+      if (!Array.isArray(cond) || cond.length === 0) {
+        details.push({ path: here, message: 'must be a non-empty array of filters' });
+        continue;
+      }
+      const subs = cond.map((c, i) => parseFilter(c, attrs, `${here}[${i}]`, depth + 1, details));
+      items.push({ kind: key, items: subs.filter((s): s is ResourceFilter => s !== null) });
+      continue;
+    }
+    const type = attrs.types[key];
+    if (type === undefined) {
+      details.push({ path: here, message: `unknown field; known fields are ${Object.keys(attrs.types).join(', ')}` });
+      continue;
+    }
+    if (!isObject(cond) || Object.keys(cond).length === 0) {
+      details.push({ path: here, message: 'must be an object {operator: value}' });
+      continue;
+    }
+    for (const [op, v] of Object.entries(cond)) {
+      if (!(RESOURCE_OPS as readonly string[]).includes(op)) {
+        details.push({ path: `${here}.${op}`, message: `unknown operator; use one of ${RESOURCE_OPS.join(', ')}` });
+      } else if (!OPS_BY_TYPE[type].includes(op as ResourceOp)) {
+        details.push({ path: `${here}.${op}`, message: `operator not allowed on a ${type} field` });
+      } else {
+        items.push({ kind: 'cmp', attr: key, op: op as ResourceOp, value: comparisonValue(type, op as ResourceOp, v, `${here}.${op}`, details) });
+      }
+    }
+  }
+  return { kind: 'and', items };
+}
+
+function parseSorting(value: unknown, attrs: QueryableAttrs, details: ErrorDetail[]): ResourceSort[] {
+  if (value === undefined) return [];
+  if (!isObject(value)) {
+    details.push({ path: 'sorting', message: 'must be an object {field: "asc" | "desc"}' });
+    return [];
+  }
+  const sorts: ResourceSort[] = [];
+  for (const [attr, direction] of Object.entries(value)) {
+    const type = attrs.types[attr];
+    if (type === undefined) details.push({ path: `sorting.${attr}`, message: 'unknown field' });
+    else if (type === 'json') details.push({ path: `sorting.${attr}`, message: 'cannot sort by a JSON field' });
+    else if (direction !== 'asc' && direction !== 'desc') details.push({ path: `sorting.${attr}`, message: 'must be "asc" or "desc"' });
+    else sorts.push({ attr, direction });
+  }
+  return sorts;
+}
+
+function parseRelations(value: unknown, attrs: QueryableAttrs, details: ErrorDetail[]): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    details.push({ path: 'relations', message: 'must be an array of relation names' });
+    return [];
+  }
+  const names: string[] = [];
+  value.forEach((name, i) => {
+    if (typeof name !== 'string' || !attrs.relations.includes(name)) {
+      const known = attrs.relations.length > 0 ? `known relations are ${attrs.relations.join(', ')}` : 'this resource has no relations';
+      details.push({ path: `relations[${i}]`, message: `unknown relation ${JSON.stringify(name)}; ${known}` });
+    } else if (!names.includes(name)) names.push(name);
+  });
+  return names;
+}
+
+const LIST_PARAMS = ['paging', 'filter', 'sorting', 'relations'];
+
+/** Parses a list request's query string; every problem is reported at once as one 400. */
+export function parseResourceListQuery(query: Record<string, unknown>, attrs: QueryableAttrs): ResourceListQuery {
+  const details: ErrorDetail[] = [];
+  for (const key of Object.keys(query)) {
+    if (!LIST_PARAMS.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${LIST_PARAMS.join(', ')}` });
+  }
+  const paging = parsePaging(parseJsonParam('paging', query.paging, details), details);
+  const rawFilter = parseJsonParam('filter', query.filter, details);
+  const filter = rawFilter === undefined ? null : parseFilter(rawFilter, attrs, 'filter', 0, details);
+  const sorting = parseSorting(parseJsonParam('sorting', query.sorting, details), attrs, details);
+  const relations = parseRelations(parseJsonParam('relations', query.relations, details), attrs, details);
+  if (details.length > 0) throw invalid(details, 'Invalid list query');
+  return { ...paging, filter, sorting, relations };
+}

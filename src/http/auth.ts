@@ -1,0 +1,32 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpError } from '../errors.ts';
+import type { Database } from '../store/database.ts';
+import { type Principal, authenticate } from '../store/auth-store.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+const unauthorized = (message: string) => new HttpError(401, message);
+
+/** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
+export function installAuth(app: FastifyInstance, database: Database): void {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    if (request.url !== '/api' && !request.url.startsWith('/api/') && !request.url.startsWith('/api?')) return;
+    const key = request.headers['x-api-key'];
+    if (key === undefined || key === '') throw unauthorized('X-API-Key header is required');
+    if (typeof key !== 'string') throw unauthorized('X-API-Key header must be given once');
+    const principal = await authenticate(database.db, key);
+    if (!principal) throw unauthorized('X-API-Key is not a valid API key (unknown, revoked or expired)');
+    request.principal = principal;
+  });
+}
+
+/** The member a write is made by: createdBy/updatedBy. */
+export function writeContext(request: FastifyRequest): { memberId: string; now: string } {
+  if (!request.principal) throw unauthorized('X-API-Key header is required');
+  return { memberId: request.principal.memberId, now: new Date().toISOString() };
+}

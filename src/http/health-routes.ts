@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from '../errors.ts';
+import type { Database } from '../store/database.ts';
+
+export function healthRoutes(app: FastifyInstance, database: Database): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (request) => {
+    try {
+      await database.ping();
+    } catch (err) {
+      request.log.warn({ err }, 'database not ready');
+      throw new HttpError(503, 'The database is not reachable');
+    }
+    return { status: 'ok' };
+  });
+}

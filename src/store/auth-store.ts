@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import { apiKeyPrefix, hashApiKey } from '../domain/api-key.ts';
+import type { Db } from './database.ts';
+
+export interface Principal {
+  keyId: string;
+  memberId: string;
+}
+
+/** How stale lastUsedAt may get: writing it on every request would make each read a write. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** The principal of a valid key; null when it is unknown, revoked or expired. */
+export async function authenticate(db: Db, key: string): Promise<Principal | null> {
+  const row = await db
+    .selectFrom('rh_api_keys')
+    .select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt'])
+    .where('keyHash', '=', hashApiKey(key))
+    .executeTakeFirst();
+  if (!row || row.revokedAt !== null) return null;
+  const now = Date.now();
+  if (row.expiresAt !== null && Date.parse(row.expiresAt as string) <= now) return null;
+  if (row.lastUsedAt === null || now - Date.parse(row.lastUsedAt as string) > LAST_USED_RESOLUTION_MS) {
+    await db.updateTable('rh_api_keys').set({ lastUsedAt: new Date(now).toISOString() }).where('id', '=', row.id).execute();
+  }
+  return { keyId: row.id as string, memberId: row.memberId as string };
+}
+
+/** Stores a key (its hash and prefix only) for a member; a key already stored is left as it is. */
+export async function insertApiKey(db: Db, key: string, name: string, memberId: string): Promise<string> {
+  const now = new Date().toISOString();
+  const id = randomUUID();
+  await db
+    .insertInto('rh_api_keys')
+    .values({
+      id, name, memberId, prefix: apiKeyPrefix(key), keyHash: hashApiKey(key), expiresAt: null, lastUsedAt: null,
+      revokedAt: null, createdAt: now, updatedAt: now, createdBy: memberId, updatedBy: memberId,
+    })
+    .onConflict((oc) => oc.column('keyHash').doNothing())
+    .execute();
+  return id;
+}

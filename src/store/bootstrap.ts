@@ -1,0 +1,51 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { generateApiKey } from '../domain/api-key.ts';
+import { insertApiKey } from './auth-store.ts';
+import type { Db } from './database.ts';
+import { ownerMemberId, settleSetting } from './settings.ts';
+
+export interface Bootstrap {
+  secret: string;
+  ownerId: string;
+  /** A key made on this start because the database had none: to be shown once. */
+  createdKey: string | null;
+}
+
+/**
+ * What the first start of an empty database creates, safe when several instances start at once:
+ * the signing secret, the owner member, and a first API key (or the one ROWHOUSE_API_KEY names).
+ */
+export async function bootstrap(db: Db, options: { secret: string | null; apiKey: string | null }): Promise<Bootstrap> {
+  const secret = options.secret ?? (await settleSetting(db, 'secret', randomBytes(32).toString('base64url')));
+  const ownerId = await ensureOwner(db);
+
+  let createdKey: string | null = null;
+  if (options.apiKey) {
+    await insertApiKey(db, options.apiKey, 'ROWHOUSE_API_KEY', ownerId);
+  } else {
+    const any = await db.selectFrom('rh_api_keys').select('id').limit(1).executeTakeFirst();
+    if (!any) {
+      createdKey = generateApiKey();
+      await insertApiKey(db, createdKey, 'Owner key (created at first start)', ownerId);
+    }
+  }
+  return { secret, ownerId, createdKey };
+}
+
+/** The owner member, created once however many instances start together. */
+export async function ensureOwner(db: Db): Promise<string> {
+  const existing = await ownerMemberId(db);
+  if (existing) return existing;
+  const candidate = randomUUID();
+  const now = new Date().toISOString();
+  return db.transaction().execute(async (tx) => {
+    const winner = await settleSetting(tx, 'ownerMemberId', candidate);
+    if (winner === candidate) {
+      await tx
+        .insertInto('rh_members')
+        .values({ id: candidate, name: 'Owner', email: null, createdAt: now, updatedAt: now, createdBy: candidate, updatedBy: candidate })
+        .execute();
+    }
+    return winner;
+  });
+}

@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
+
+/**
+ * The query builder over whichever database DATABASE_URL names. Table and column names are
+ * dynamic (user tables are created at run time), so the schema type is open.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = Kysely<any>;
+
+export interface Database {
+  db: Db;
+  dialect: Dialect;
+  /** Cheap round trip used by /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const { types } = pg;
+// Dates, times and timestamps come back as the strings the API speaks, never as local-time Date objects.
+const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ);
+types.setTypeParser(types.builtins.TIMESTAMPTZ, (v: string) => (parseTimestamptz(v) as Date).toISOString());
+types.setTypeParser(types.builtins.DATE, (v: string) => v);
+types.setTypeParser(types.builtins.TIME, (v: string) => v);
+types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
+
+/** better-sqlite3 compiles a statement on every prepare(); Kysely prepares per query, so keep them. */
+function withStatementCache(raw: SqliteDatabase.Database, size = 1000) {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (stmt) {
+        // Refresh its place so the least recently used statement is the one dropped.
+        cache.delete(source);
+      } else {
+        stmt = raw.prepare(source);
+        if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(source, stmt);
+      return stmt;
+    },
+  };
+}
+
+function openSqlite(file: string): Database {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const raw = new SqliteDatabase(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('foreign_keys = ON');
+  raw.pragma('busy_timeout = 5000');
+  // LIKE is case-sensitive on PostgreSQL; make SQLite agree.
+  raw.pragma('case_sensitive_like = ON');
+  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  return {
+    db,
+    dialect: sqliteDialect,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: async () => {
+      try {
+        raw.pragma('optimize');
+      } catch {
+        // Optimizing on close is a courtesy; a closing database must still close.
+      }
+      await db.destroy();
+    },
+  };
+}
+
+function openPostgres(url: string): Database {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => {});
+  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: postgresDialect,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}
+
+export function openDatabase(databaseUrl: string): Database {
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
+  return openPostgres(databaseUrl);
+}

@@ -1,0 +1,78 @@
+/**
+ * Every difference between SQLite and PostgreSQL that the store cares about, in one place.
+ * The rest of the code asks this object instead of testing which database it runs on.
+ */
+export type DialectName = 'sqlite' | 'postgres';
+
+/** The column kinds the store uses; each dialect maps them to its own SQL types. */
+export type ColumnKind = 'text' | 'real' | 'integer' | 'boolean' | 'timestamp' | 'date' | 'time' | 'json';
+
+export interface Dialect {
+  name: DialectName;
+  columnType(kind: ColumnKind): string;
+  /** Values as the driver wants them bound, and back. */
+  encodeBoolean(v: boolean): unknown;
+  decodeBoolean(v: unknown): boolean;
+  encodeJson(v: unknown): unknown;
+  decodeJson(v: unknown): unknown;
+  /** A unique or primary-key constraint failed. */
+  isUniqueViolation(err: unknown): boolean;
+  /** A NOT NULL constraint failed. */
+  isNotNullViolation(err: unknown): boolean;
+  /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
+  canAlterNullability: boolean;
+}
+
+function errCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+}
+
+const sqliteTypes: Record<ColumnKind, string> = {
+  text: 'TEXT',
+  real: 'REAL',
+  integer: 'INTEGER',
+  boolean: 'INTEGER',
+  timestamp: 'TEXT',
+  date: 'TEXT',
+  time: 'TEXT',
+  json: 'TEXT',
+};
+
+const postgresTypes: Record<ColumnKind, string> = {
+  text: 'text',
+  real: 'double precision',
+  integer: 'bigint',
+  boolean: 'boolean',
+  timestamp: 'timestamptz',
+  date: 'date',
+  time: 'time',
+  json: 'jsonb',
+};
+
+export const sqliteDialect: Dialect = {
+  name: 'sqlite',
+  columnType: (kind) => sqliteTypes[kind],
+  encodeBoolean: (v) => (v ? 1 : 0),
+  decodeBoolean: (v) => v === 1 || v === 1n || v === true,
+  encodeJson: (v) => JSON.stringify(v),
+  decodeJson: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
+  isUniqueViolation: (err) => {
+    const code = errCode(err);
+    return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  },
+  isNotNullViolation: (err) => errCode(err) === 'SQLITE_CONSTRAINT_NOTNULL',
+  canAlterNullability: false,
+};
+
+export const postgresDialect: Dialect = {
+  name: 'postgres',
+  columnType: (kind) => postgresTypes[kind],
+  encodeBoolean: (v) => v,
+  decodeBoolean: (v) => v === true,
+  // node-postgres sends objects as JSON text itself, but arrays as PostgreSQL arrays: stringify both.
+  encodeJson: (v) => JSON.stringify(v),
+  decodeJson: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
+  isUniqueViolation: (err) => errCode(err) === '23505',
+  isNotNullViolation: (err) => errCode(err) === '23502',
+  canAlterNullability: true,
+};

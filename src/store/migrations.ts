@@ -1,0 +1,123 @@
+import { type CreateTableBuilder, sql } from 'kysely';
+import type { Db } from './database.ts';
+import type { ColumnKind, Dialect } from './dialect.ts';
+
+/**
+ * Versioned migrations of the metadata tables. Each runs once, in its own transaction, in order;
+ * applied versions are recorded in rh_migrations. Never edit a released migration: add one.
+ */
+interface Migration {
+  version: number;
+  name: string;
+  up(db: Db, dialect: Dialect): Promise<void>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type TableBuilder = CreateTableBuilder<any, any>;
+
+/** id plus the audit columns every metadata item carries. */
+function withItemColumns(t: TableBuilder, dialect: Dialect): TableBuilder {
+  const ts = sql.raw(dialect.columnType('timestamp'));
+  return t
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('createdAt', ts, (c) => c.notNull())
+    .addColumn('updatedAt', ts, (c) => c.notNull())
+    .addColumn('createdBy', 'text')
+    .addColumn('updatedBy', 'text');
+}
+
+const type = (dialect: Dialect, kind: ColumnKind) => sql.raw(dialect.columnType(kind));
+
+const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'metadata tables',
+    async up(db, dialect) {
+      await db.schema
+        .createTable('rh_settings')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+
+      await withItemColumns(db.schema.createTable('rh_members'), dialect)
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.unique())
+        .execute();
+
+      await withItemColumns(db.schema.createTable('rh_api_keys'), dialect)
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('memberId', 'text', (c) => c.notNull().references('rh_members.id'))
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('keyHash', 'text', (c) => c.notNull().unique())
+        .addColumn('expiresAt', type(dialect, 'timestamp'))
+        .addColumn('lastUsedAt', type(dialect, 'timestamp'))
+        .addColumn('revokedAt', type(dialect, 'timestamp'))
+        .execute();
+      await db.schema.createIndex('rh_api_keys_member').on('rh_api_keys').column('memberId').execute();
+
+      await withItemColumns(db.schema.createTable('rh_environment_variables'), dialect)
+        .addColumn('name', 'text', (c) => c.notNull().unique())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .execute();
+
+      await withItemColumns(db.schema.createTable('rh_flows'), dialect)
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('enabled', type(dialect, 'boolean'), (c) => c.notNull())
+        .addColumn('definition', type(dialect, 'json'), (c) => c.notNull())
+        .execute();
+
+      await withItemColumns(db.schema.createTable('rh_tables'), dialect)
+        .addColumn('code', 'text', (c) => c.unique())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        // Bumped on every change, so each instance can tell that its cached definition is stale.
+        .addColumn('version', type(dialect, 'integer'), (c) => c.notNull())
+        .execute();
+
+      await withItemColumns(db.schema.createTable('rh_fields'), dialect)
+        .addColumn('tableId', 'text', (c) => c.notNull().references('rh_tables.id').onDelete('cascade'))
+        .addColumn('position', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('code', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('required', type(dialect, 'boolean'), (c) => c.notNull())
+        .addColumn('options', type(dialect, 'json'), (c) => c.notNull())
+        .addUniqueConstraint('rh_fields_table_code', ['tableId', 'code'])
+        .execute();
+    },
+  },
+];
+
+export const LATEST_VERSION = migrations[migrations.length - 1].version;
+
+/** Applies every pending migration; safe to run from several instances at once. */
+export async function migrate(db: Db, dialect: Dialect): Promise<number[]> {
+  await db.schema
+    .createTable('rh_migrations')
+    .ifNotExists()
+    .addColumn('version', 'integer', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('appliedAt', 'text', (c) => c.notNull())
+    .execute();
+  const applied: number[] = [];
+  for (const m of migrations) {
+    const done = await db.transaction().execute(async (tx) => {
+      if (dialect.name === 'postgres') {
+        // Instances starting together take turns; the second finds the work done.
+        await sql`select pg_advisory_xact_lock(hashtext('rowhouse-migrate'))`.execute(tx);
+      }
+      const row = await tx.selectFrom('rh_migrations').select('version').where('version', '=', m.version).executeTakeFirst();
+      if (row) return false;
+      await m.up(tx, dialect);
+      await tx
+        .insertInto('rh_migrations')
+        .values({ version: m.version, name: m.name, appliedAt: new Date().toISOString() })
+        .execute();
+      return true;
+    });
+    if (done) applied.push(m.version);
+  }
+  return applied;
+}

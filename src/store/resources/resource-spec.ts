@@ -1,0 +1,72 @@
+import type { ErrorDetail } from '../../errors.ts';
+import type { AttrType } from '../../domain/resource-query.ts';
+import type { Db } from '../database.ts';
+
+/** One attribute of a generic resource; its name is both the API key and the column name. */
+export interface AttrSpec {
+  type: AttrType;
+  /** JSON Schema of a written value (without null; `nullable` adds it). */
+  schema: Record<string, unknown>;
+  nullable?: boolean;
+  /** On create: must be given, may be given (default), or is never written by the client. */
+  create?: 'required' | 'optional' | 'no';
+  /** Whether PUT may change it (default true when it can be created). */
+  update?: boolean;
+  /** The value on create when the client leaves it out. */
+  default?: () => unknown;
+  /** Stored but never returned, filtered or sorted on (a key's hash). */
+  hidden?: boolean;
+  /** Returned and written, but not a column of the resource's table: hooks handle it. */
+  virtual?: boolean;
+}
+
+export type Item = Record<string, unknown>;
+
+export interface WriteContext {
+  /** The member whose key makes the request: createdBy/updatedBy. */
+  memberId: string;
+  /** One timestamp for the whole request. */
+  now: string;
+}
+
+/** Where a resource needs more than rows in its own table. Every hook runs inside the write's transaction. */
+export interface ResourceHooks {
+  /** Turns a reference in a URL into the item's id (a table may be named by its code); undefined: none. */
+  resolveId?(db: Db, ref: string): Promise<string | undefined>;
+  /** Checks beyond JSON Schema; paths relative to the item. */
+  check?(input: Item, mode: 'create' | 'update'): ErrorDetail[];
+  /** May change the columns; what it returns is added to the answer of this create only. */
+  beforeInsert?(tx: Db, columns: Item, input: Item, ctx: WriteContext): Promise<Item | void>;
+  afterInsert?(tx: Db, item: Item, input: Item, ctx: WriteContext): Promise<void>;
+  beforeUpdate?(tx: Db, before: Item, changes: Item, input: Item, ctx: WriteContext): Promise<void>;
+  afterUpdate?(tx: Db, item: Item, input: Item, ctx: WriteContext): Promise<void>;
+  beforeDelete?(tx: Db, item: Item, ctx: WriteContext): Promise<void>;
+  afterDelete?(tx: Db, item: Item, ctx: WriteContext): Promise<void>;
+  /** Adds to items read what is not in their row (a table's fields). */
+  decorate?(db: Db, items: Item[]): Promise<void>;
+}
+
+export interface ResourceSpec {
+  /** The URL segment: /api/<name>. */
+  name: string;
+  /** The metadata table that holds it. */
+  table: string;
+  /** How one item is named in messages. */
+  label: string;
+  attrs: Record<string, AttrSpec>;
+  /** Relation name → the attribute holding a member id; the member is embedded under the name. */
+  relations: Record<string, string>;
+  hooks?: ResourceHooks;
+}
+
+/** Relations every resource has: who created and who last updated it. */
+export const AUDIT_RELATIONS = { createdByMember: 'createdBy', updatedByMember: 'updatedBy' } as const;
+
+/** Attributes every item carries and only the service writes. */
+export const SYSTEM_ATTRS: Record<string, AttrType> = {
+  id: 'text',
+  createdAt: 'timestamp',
+  updatedAt: 'timestamp',
+  createdBy: 'text',
+  updatedBy: 'text',
+};

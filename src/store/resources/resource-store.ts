@@ -1,0 +1,265 @@
+import { randomUUID } from 'node:crypto';
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
+import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
+import { normaliseDateTime } from '../../domain/dates.ts';
+import {
+  type AttrType,
+  type QueryableAttrs,
+  type ResourceFilter,
+  type ResourceListQuery,
+} from '../../domain/resource-query.ts';
+import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../../errors.ts';
+import type { Database, Db } from '../database.ts';
+import type { Dialect } from '../dialect.ts';
+import { uniqueViolationMessage } from '../sql-errors.ts';
+import { type AttrSpec, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
+
+/** At most this many items in one create-many, update-many or delete-many. */
+export const MAX_MANY = 1000;
+
+const OPERATORS = {
+  eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', notLike: 'not like', in: 'in', notIn: 'not in',
+} as const;
+
+type Mode = 'create' | 'update';
+
+/**
+ * The one implementation of the generic resource API (CONTRACT §9) over a metadata table:
+ * list with paging, filter, sorting and relations; get; create; partial update; delete; each
+ * write of several items in one transaction.
+ */
+export class ResourceStore {
+  readonly queryable: QueryableAttrs;
+  private readonly validators: Record<Mode, Validator>;
+  private readonly columns: string[];
+
+  constructor(
+    readonly spec: ResourceSpec,
+    private readonly database: Database,
+  ) {
+    const visible = Object.entries(spec.attrs).filter(([, a]) => !a.hidden && !a.virtual);
+    this.queryable = {
+      types: { ...SYSTEM_ATTRS, ...Object.fromEntries(visible.map(([name, a]) => [name, a.type])) },
+      relations: Object.keys(spec.relations),
+    };
+    this.columns = [...Object.keys(SYSTEM_ATTRS), ...visible.map(([name]) => name)];
+    this.validators = { create: compileSchema(bodySchema(spec, 'create')), update: compileSchema(bodySchema(spec, 'update')) };
+  }
+
+  private get dialect(): Dialect {
+    return this.database.dialect;
+  }
+
+  // ---- reading ----
+
+  async list(q: ResourceListQuery): Promise<{ items: Item[]; nextOffset: number | null }> {
+    const { db } = this.database;
+    let query = db.selectFrom(this.spec.table).select(this.columns);
+    if (q.filter) {
+      const filter = q.filter;
+      query = query.where((eb) => this.compileFilter(eb, filter));
+    }
+    for (const s of q.sorting) query = query.orderBy(s.attr, s.direction);
+    if (!q.sorting.some((s) => s.attr === 'id')) query = query.orderBy('id', 'asc');
+    // One row more than asked tells whether another page follows.
+    const rows = await query.limit(q.limit + 1).offset(q.offset).execute();
+    const more = rows.length > q.limit;
+    const items = rows.slice(0, q.limit).map((r) => this.decode(r));
+    await this.complete(db, items, q.relations);
+    return { items, nextOffset: more ? q.offset + q.limit : null };
+  }
+
+  /** The id a URL reference names: the reference itself, or what the resource resolves it to. */
+  async resolveId(ref: string): Promise<string> {
+    const resolve = this.spec.hooks?.resolveId;
+    const id = resolve ? await resolve(this.database.db, ref) : ref;
+    if (id === undefined) throw notFound(`${this.spec.label} ${ref} not found`);
+    return id;
+  }
+
+  async get(id: string, relations: string[] = []): Promise<Item> {
+    const { db } = this.database;
+    const item = await this.find(db, id);
+    if (!item) throw notFound(`${this.spec.label} ${id} not found`);
+    await this.complete(db, [item], relations);
+    return item;
+  }
+
+  private async find(db: Db, id: string): Promise<Item | undefined> {
+    const row = await db.selectFrom(this.spec.table).select(this.columns).where('id', '=', id).executeTakeFirst();
+    return row && this.decode(row);
+  }
+
+  /** What items need beyond their row: the resource's own additions and requested relations. */
+  private async complete(db: Db, items: Item[], relations: string[]): Promise<void> {
+    if (items.length === 0) return;
+    await this.spec.hooks?.decorate?.(db, items);
+    for (const name of relations) {
+      const attr = this.spec.relations[name];
+      const ids = [...new Set(items.map((i) => i[attr]).filter((v): v is string => typeof v === 'string'))];
+      const members = ids.length === 0 ? [] : await db.selectFrom('rh_members').selectAll().where('id', 'in', ids).execute();
+      const byId = new Map(members.map((m) => [m.id as string, m]));
+      for (const item of items) item[name] = byId.get(item[attr] as string) ?? null;
+    }
+  }
+
+  private compileFilter(eb: ExpressionBuilder<any, any>, f: ResourceFilter): Expression<SqlBool> {
+    if (f.kind !== 'cmp') {
+      const parts = f.items.map((i) => this.compileFilter(eb, i));
+      return f.kind === 'and' ? eb.and(parts) : eb.or(parts);
+    }
+    const type = this.queryable.types[f.attr];
+    const ref = eb.ref(f.attr);
+    const value = (v: unknown) => (type === 'boolean' ? this.dialect.encodeBoolean(v as boolean) : v);
+    switch (f.op) {
+      case 'is':
+      case 'isNot': {
+        const positive = f.value === null ? eb(ref, 'is', null) : eb(ref, '=', value(f.value));
+        return f.op === 'is' ? positive : f.value === null ? eb(ref, 'is not', null) : eb.or([eb.not(positive), eb(ref, 'is', null)]);
+      }
+      case 'iLike':
+        return eb(eb.fn('lower', [ref]), 'like', eb.fn('lower', [eb.val(f.value)]));
+      case 'in':
+      case 'notIn':
+        return eb(ref, OPERATORS[f.op], (f.value as unknown[]).map(value));
+      default:
+        return eb(ref, OPERATORS[f.op], value(f.value));
+    }
+  }
+
+  // ---- writing ----
+
+  /** Validates every item first, reporting every problem of the request at once. */
+  validate(inputs: unknown[], mode: Mode, many: boolean): Item[] {
+    const details: ErrorDetail[] = [];
+    inputs.forEach((input, i) => {
+      const prefix = many ? `[${i}]` : '';
+      const validator = this.validators[mode];
+      if (!validator(input)) {
+        details.push(...schemaDetails(validator.errors, prefix));
+        return;
+      }
+      const item = input as Item;
+      for (const [name, attr] of Object.entries(this.spec.attrs)) {
+        if (attr.type === 'timestamp' && typeof item[name] === 'string' && normaliseDateTime(item[name] as string) === null) {
+          details.push({ path: join(prefix, name), message: 'must be an ISO 8601 date-time with an offset' });
+        }
+      }
+      for (const d of this.spec.hooks?.check?.(item, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
+    });
+    if (details.length > 0) throw invalid(details, `Invalid ${this.spec.label}`);
+    return inputs as Item[];
+  }
+
+  async create(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
+    return this.write(inputs.length > 1, inputs, async (tx, input) => {
+      const columns: Item = { id: randomUUID(), createdAt: ctx.now, updatedAt: ctx.now, createdBy: ctx.memberId, updatedBy: ctx.memberId };
+      for (const [name, attr] of Object.entries(this.spec.attrs)) {
+        if (attr.virtual) continue;
+        const v = name in input ? input[name] : attr.default?.();
+        if (v !== undefined) columns[name] = this.encode(attr, v);
+      }
+      const answerOnce = await this.spec.hooks?.beforeInsert?.(tx, columns, input, ctx);
+      await tx.insertInto(this.spec.table).values(columns).execute();
+      const item = (await this.find(tx, columns.id as string)) as Item;
+      await this.spec.hooks?.afterInsert?.(tx, item, input, ctx);
+      return answerOnce ? Object.assign(item, answerOnce) : item;
+    });
+  }
+
+  async update(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
+    this.rejectRepeatedIds(inputs.map((i) => i.id as string));
+    return this.write(inputs.length > 1, inputs, async (tx, input) => {
+      const id = input.id as string;
+      const before = await this.find(tx, id);
+      if (!before) throw notFound(`${this.spec.label} ${id} not found`);
+      const changes: Item = { updatedAt: ctx.now, updatedBy: ctx.memberId };
+      for (const [name, attr] of Object.entries(this.spec.attrs)) {
+        if (!attr.virtual && name in input) changes[name] = this.encode(attr, input[name]);
+      }
+      await this.spec.hooks?.beforeUpdate?.(tx, before, changes, input, ctx);
+      await tx.updateTable(this.spec.table).set(changes).where('id', '=', id).execute();
+      const item = (await this.find(tx, id)) as Item;
+      await this.spec.hooks?.afterUpdate?.(tx, item, input, ctx);
+      return item;
+    });
+  }
+
+  async remove(ids: string[], ctx: WriteContext): Promise<Item[]> {
+    this.rejectRepeatedIds(ids);
+    return this.write(ids.length > 1, ids, async (tx, id) => {
+      const item = await this.find(tx, id);
+      if (!item) throw notFound(`${this.spec.label} ${id} not found`);
+      await this.complete(tx, [item], []);
+      await this.spec.hooks?.beforeDelete?.(tx, item, ctx);
+      await tx.deleteFrom(this.spec.table).where('id', '=', id).execute();
+      await this.spec.hooks?.afterDelete?.(tx, item, ctx);
+      return item;
+    });
+  }
+
+  /** Runs one step per input in one transaction; a failing step names its index and undoes all. */
+  private async write<T>(many: boolean, inputs: T[], step: (tx: Db, input: T) => Promise<Item>): Promise<Item[]> {
+    return this.database.db.transaction().execute(async (tx) => {
+      const items: Item[] = [];
+      for (const [i, input] of inputs.entries()) {
+        try {
+          items.push(await step(tx, input));
+        } catch (err) {
+          throw this.explain(err, many ? `[${i}]: ` : '');
+        }
+      }
+      await this.complete(tx, items, []);
+      return items;
+    });
+  }
+
+  private explain(err: unknown, where: string): unknown {
+    if (this.dialect.isUniqueViolation(err)) return conflict(`${where}${uniqueViolationMessage(err, this.spec.label)}`);
+    if (err instanceof HttpError && where) return new HttpError(err.statusCode, `${where}${err.message}`, err.details, err.extra);
+    return err;
+  }
+
+  private rejectRepeatedIds(ids: string[]): void {
+    const seen = new Set<string>();
+    for (const [i, id] of ids.entries()) {
+      if (seen.has(id)) throw badRequest(`[${i}]: id ${id} appears more than once in the request`);
+      seen.add(id);
+    }
+  }
+
+  private encode(attr: AttrSpec, v: unknown): unknown {
+    if (v === null) return null;
+    if (attr.type === 'boolean') return this.dialect.encodeBoolean(v as boolean);
+    if (attr.type === 'json') return this.dialect.encodeJson(v);
+    if (attr.type === 'timestamp') return normaliseDateTime(v as string);
+    return v;
+  }
+
+  private decode(row: Item): Item {
+    const item: Item = {};
+    for (const name of this.columns) {
+      const v = row[name];
+      const type: AttrType = this.queryable.types[name];
+      item[name] = v === null || v === undefined ? null : type === 'boolean' ? this.dialect.decodeBoolean(v) : type === 'json' ? this.dialect.decodeJson(v) : v;
+    }
+    return item;
+  }
+}
+
+const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
+
+/** JSON Schema of a create or update body, from the attribute specs. */
+function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  const required: string[] = [];
+  for (const [name, attr] of Object.entries(spec.attrs)) {
+    const creatable = (attr.create ?? 'optional') !== 'no';
+    const writable = mode === 'create' ? creatable : (attr.update ?? creatable);
+    if (!writable) continue;
+    properties[name] = attr.nullable ? { anyOf: [attr.schema, { type: 'null' }] } : attr.schema;
+    if (mode === 'create' && attr.create === 'required') required.push(name);
+  }
+  if (mode === 'update') properties.id = { type: 'string' };
+  return { type: 'object', properties, required, additionalProperties: false };
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { FIELD_TYPE_NAMES, type FieldDef } from '../../domain/field-types/field-type.ts';
+import { fieldType } from '../../domain/field-types/registry.ts';
+import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
+import { type ErrorDetail, invalid } from '../../errors.ts';
+import type { Db } from '../database.ts';
+import type { Dialect } from '../dialect.ts';
+import { isUuid, loadFields } from '../table-catalog.ts';
+import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows } from '../user-tables.ts';
+import { AUDIT_RELATIONS, type Item, type ResourceSpec, type WriteContext } from './resource-spec.ts';
+
+/** Table definitions (CONTRACT §4): metadata rows plus the DDL of the real table, in one transaction. */
+
+export const TABLE_CODE = '^[A-Za-z][A-Za-z0-9_-]{0,63}$';
+export const FIELD_CODE = '^[A-Za-z][A-Za-z0-9_]{0,63}$';
+export const RESERVED_FIELD_CODES = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy'];
+const MAX_FIELDS = 500;
+
+interface FieldInput {
+  id?: string;
+  code?: string;
+  name?: string;
+  type?: string;
+  required?: boolean;
+  options?: Record<string, unknown>;
+}
+
+const fieldSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    code: { type: 'string', pattern: FIELD_CODE },
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    type: { type: 'string', enum: [...FIELD_TYPE_NAMES] },
+    required: { type: 'boolean' },
+    options: { type: 'object' },
+  },
+  additionalProperties: false,
+};
+
+const optionValidators = new Map<string, Validator>(
+  FIELD_TYPE_NAMES.map((name) => [name, compileSchema(fieldType(name).optionsSchema)]),
+);
+
+/** Problems of one field definition that need no database; `path` is like `fields[2]`. */
+function checkField(f: FieldInput, path: string, creating: boolean): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  if (creating && f.code === undefined) problems.push({ path: `${path}.code`, message: 'is required' });
+  if (creating && f.type === undefined) problems.push({ path: `${path}.type`, message: 'is required' });
+  if (f.code !== undefined && RESERVED_FIELD_CODES.includes(f.code)) {
+    problems.push({ path: `${path}.code`, message: `${f.code} is a system column and cannot be a field code` });
+  }
+  return problems;
+}
+
+function checkOptions(f: FieldDef, path: string): ErrorDetail[] {
+  const validate = optionValidators.get(f.type) as Validator;
+  if (!validate(f.options)) return schemaDetails(validate.errors, `${path}.options`);
+  return (fieldType(f.type).checkOptions?.(f.options) ?? []).map((message) => ({ path: `${path}.options`, message }));
+}
+
+/** Checks a whole `fields` list against the table's current fields and says what changes. */
+function planFields(existing: FieldDef[], inputs: FieldInput[]): FieldChanges {
+  const problems: ErrorDetail[] = [];
+  const byId = new Map(existing.map((f) => [f.id, f]));
+  const fields: FieldDef[] = [];
+  const seenCodes = new Map<string, number>();
+  const seenIds = new Set<string>();
+  inputs.forEach((input, i) => {
+    const path = `fields[${i}]`;
+    const before = input.id === undefined ? undefined : byId.get(input.id);
+    if (input.id !== undefined && !before) {
+      problems.push({ path: `${path}.id`, message: `no field ${input.id} in this table; leave id out to add a field` });
+      return;
+    }
+    if (input.id !== undefined && seenIds.has(input.id)) {
+      problems.push({ path: `${path}.id`, message: 'the same field appears twice' });
+      return;
+    }
+    if (input.id !== undefined) seenIds.add(input.id);
+    problems.push(...checkField(input, path, before === undefined));
+    if (before && input.type !== undefined && input.type !== before.type) {
+      problems.push({ path: `${path}.type`, message: `cannot change a field's type (${before.type} to ${input.type}); add a new field instead` });
+    }
+    const code = input.code ?? before?.code;
+    if (code === undefined || (input.type ?? before?.type) === undefined) return;
+    const field: FieldDef = {
+      id: before?.id ?? randomUUID(),
+      code,
+      name: input.name ?? before?.name ?? code,
+      type: before?.type ?? (input.type as FieldDef['type']),
+      required: input.required ?? before?.required ?? false,
+      options: input.options ?? before?.options ?? {},
+    };
+    const earlier = seenCodes.get(code);
+    if (earlier !== undefined) problems.push({ path: `${path}.code`, message: `${code} is also the code of fields[${earlier}]` });
+    seenCodes.set(code, i);
+    problems.push(...checkOptions(field, path));
+    fields.push(field);
+  });
+  if (problems.length > 0) throw invalid(problems, 'Invalid fields');
+  const kept = new Set(fields.map((f) => f.id));
+  return {
+    fields,
+    added: fields.filter((f) => !byId.has(f.id)),
+    removed: existing.filter((f) => !kept.has(f.id)),
+    nullability: fields.filter((f) => f.required !== (byId.get(f.id)?.required ?? false)),
+  };
+}
+
+/** Refuses what would leave a required field empty: the table's data stays as it was. */
+async function checkRequiredHold(tx: Db, tableId: string, changes: FieldChanges): Promise<void> {
+  const problems: ErrorDetail[] = [];
+  for (const f of changes.nullability) {
+    if (!f.required) continue;
+    const path = `fields[${changes.fields.indexOf(f)}].required`;
+    const isNew = changes.added.includes(f);
+    if (isNew ? await hasRows(tx, tableId) : await hasNulls(tx, tableId, f)) {
+      problems.push({
+        path,
+        message: isNew
+          ? `cannot add required field ${f.code} to a table that has rows: they would have no value`
+          : `cannot make ${f.code} required while rows hold null in it`,
+      });
+    }
+  }
+  if (problems.length > 0) throw invalid(problems, 'Invalid fields');
+}
+
+async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext): Promise<void> {
+  const before = new Set((await loadFields(tx, dialect, [tableId])).get(tableId)?.map((f) => f.id));
+  if (changes.removed.length > 0) {
+    await tx.deleteFrom('rh_fields').where('id', 'in', changes.removed.map((f) => f.id)).execute();
+  }
+  for (const [position, f] of changes.fields.entries()) {
+    const columns = {
+      position,
+      code: f.code,
+      name: f.name,
+      required: dialect.encodeBoolean(f.required),
+      options: dialect.encodeJson(f.options),
+      updatedAt: ctx.now,
+      updatedBy: ctx.memberId,
+    };
+    if (before.has(f.id)) {
+      await tx.updateTable('rh_fields').set(columns).where('id', '=', f.id).execute();
+    } else {
+      await tx
+        .insertInto('rh_fields')
+        .values({ ...columns, id: f.id, tableId, type: f.type, createdAt: ctx.now, createdBy: ctx.memberId })
+        .execute();
+    }
+  }
+}
+
+/** Codes are unique per table, and a new order may swap two: clear them before saving the new list. */
+async function releaseCodes(tx: Db, tableId: string): Promise<void> {
+  await tx.updateTable('rh_fields').set({ code: sql`'~' || ${sql.ref('id')}` }).where('tableId', '=', tableId).execute();
+}
+
+export function tablesSpec(dialect: Dialect): ResourceSpec {
+  return {
+    name: 'tables',
+    table: 'rh_tables',
+    label: 'table',
+    attrs: {
+      code: { type: 'text', schema: { type: 'string', pattern: TABLE_CODE }, nullable: true, default: () => null },
+      name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },
+      description: { type: 'text', schema: { type: 'string', maxLength: 10_000 }, nullable: true, default: () => null },
+      fields: { type: 'json', schema: { type: 'array', maxItems: MAX_FIELDS, items: fieldSchema }, virtual: true },
+      version: { type: 'text', schema: { type: 'integer' }, create: 'no', update: false, hidden: true },
+    },
+    relations: AUDIT_RELATIONS,
+    hooks: {
+      async resolveId(db, ref) {
+        if (isUuid(ref)) return ref.toLowerCase();
+        const row = await db.selectFrom('rh_tables').select('id').where('code', '=', ref).executeTakeFirst();
+        return row?.id as string | undefined;
+      },
+      check(input) {
+        const code = input.code;
+        return typeof code === 'string' && isUuid(code)
+          ? [{ path: 'code', message: 'must not look like a UUID: table references of that shape are ids' }]
+          : [];
+      },
+      async beforeInsert(_tx, columns) {
+        columns.version = 1;
+      },
+      async afterInsert(tx, item, input, ctx) {
+        const changes = planFields([], (input.fields as FieldInput[] | undefined) ?? []);
+        await saveFields(tx, dialect, item.id as string, changes, ctx);
+        await createUserTable(tx, dialect, item.id as string, changes.fields);
+      },
+      async beforeUpdate(tx, before, changes, input, ctx) {
+        changes.version = sql`${sql.ref('version')} + 1`;
+        if (input.fields === undefined) return;
+        const tableId = before.id as string;
+        const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
+        const plan = planFields(existing, input.fields as FieldInput[]);
+        await checkRequiredHold(tx, tableId, plan);
+        await releaseCodes(tx, tableId);
+        await saveFields(tx, dialect, tableId, plan, ctx);
+        await applyFieldChanges(tx, dialect, tableId, plan);
+      },
+      async beforeDelete(tx, item) {
+        await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
+        await dropUserTable(tx, item.id as string);
+      },
+      async decorate(db, items: Item[]) {
+        const fields = await loadFields(db, dialect, items.map((i) => i.id as string));
+        for (const item of items) {
+          item.fields = (fields.get(item.id as string) ?? []).map(({ id, code, name, type, required, options }) => ({
+            id, code, name, type, required, options,
+          }));
+        }
+      },
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { FieldDef, FieldTypeName } from '../domain/field-types/field-type.ts';
+import type { Db } from './database.ts';
+import type { Dialect } from './dialect.ts';
+import { physicalTable } from './user-tables.ts';
+
+/** A user table's definition, as the rows routes plan against it. */
+export interface TableDef {
+  id: string;
+  code: string | null;
+  name: string;
+  version: number;
+  /** The SQL table holding its rows. */
+  physical: string;
+  fields: FieldDef[];
+  fieldsByCode: Map<string, FieldDef>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A table reference of UUID shape is an id; anything else is a code (codes may never look like UUIDs). */
+export const isUuid = (s: string) => UUID.test(s);
+
+/** The fields of the given tables, in order, keyed by table id. */
+export async function loadFields(db: Db, dialect: Dialect, tableIds: string[]): Promise<Map<string, FieldDef[]>> {
+  const byTable = new Map<string, FieldDef[]>(tableIds.map((id) => [id, []]));
+  if (tableIds.length === 0) return byTable;
+  const rows = await db
+    .selectFrom('rh_fields')
+    .select(['id', 'tableId', 'code', 'name', 'type', 'required', 'options'])
+    .where('tableId', 'in', tableIds)
+    .orderBy('position')
+    .execute();
+  for (const r of rows) {
+    byTable.get(r.tableId as string)?.push({
+      id: r.id as string,
+      code: r.code as string,
+      name: r.name as string,
+      type: r.type as FieldTypeName,
+      required: dialect.decodeBoolean(r.required),
+      options: dialect.decodeJson(r.options) as Record<string, unknown>,
+    });
+  }
+  return byTable;
+}
+
+/**
+ * Resolves table references to definitions. Each lookup reads the table's version (one indexed
+ * row); fields are read again only when the version moved, so every instance sees changes made
+ * by any other at once.
+ */
+export class TableCatalog {
+  private readonly cache = new Map<string, TableDef>();
+
+  constructor(private readonly dialect: Dialect) {}
+
+  /** The table named by id or code, or undefined. */
+  async find(db: Db, idOrCode: string): Promise<TableDef | undefined> {
+    const row = await db
+      .selectFrom('rh_tables')
+      .select(['id', 'code', 'name', 'version'])
+      .where(isUuid(idOrCode) ? 'id' : 'code', '=', isUuid(idOrCode) ? idOrCode.toLowerCase() : idOrCode)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const version = Number(row.version);
+    const cached = this.cache.get(row.id as string);
+    if (cached && cached.version === version) return cached;
+    const fields = (await loadFields(db, this.dialect, [row.id as string])).get(row.id as string) ?? [];
+    const def: TableDef = {
+      id: row.id as string,
+      code: row.code as string | null,
+      name: row.name as string,
+      version,
+      physical: physicalTable(row.id as string),
+      fields,
+      fieldsByCode: new Map(fields.map((f) => [f.code, f])),
+    };
+    this.cache.set(def.id, def);
+    return def;
+  }
+
+  forget(tableId: string): void {
+    this.cache.delete(tableId);
+  }
+}
