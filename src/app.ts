@@ -5,6 +5,7 @@ import { installAuth } from './http/auth.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
+import { rowsRoutes } from './http/rows-routes.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
 import { environmentVariables } from './store/resources/environment-variables.ts';
@@ -12,6 +13,8 @@ import { flows } from './store/resources/flows.ts';
 import { members } from './store/resources/members.ts';
 import { ResourceStore } from './store/resources/resource-store.ts';
 import { tablesSpec } from './store/resources/tables.ts';
+import { RowStore } from './store/rows.ts';
+import { TableCatalog } from './store/table-catalog.ts';
 
 export interface AppDeps {
   config: Config;
@@ -47,6 +50,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {
     resourceRoutes(app, new ResourceStore(spec, database));
   }
+  rowsRoutes(app, {
+    database,
+    catalog: new TableCatalog(database.dialect),
+    rows: new RowStore(database.dialect),
+    secret: deps.secret,
+    publicUrl: config.publicUrl,
+  });
   await app.ready();
   return app;
 }

@@ -2,6 +2,8 @@
  * Every difference between SQLite and PostgreSQL that the store cares about, in one place.
  * The rest of the code asks this object instead of testing which database it runs on.
  */
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
+
 export type DialectName = 'sqlite' | 'postgres';
 
 /** The column kinds the store uses; each dialect maps them to its own SQL types. */
@@ -21,6 +23,10 @@ export interface Dialect {
   isNotNullViolation(err: unknown): boolean;
   /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
   canAlterNullability: boolean;
+  /** Where NULLs sort when an ORDER BY names no NULLS FIRST/LAST (SQLite: smallest; PostgreSQL: largest). */
+  nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
+  /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
+  listContains(column: string, value: string | number | boolean): RawBuilder<SqlBool>;
 }
 
 function errCode(err: unknown): string | undefined {
@@ -39,7 +45,8 @@ const sqliteTypes: Record<ColumnKind, string> = {
 };
 
 const postgresTypes: Record<ColumnKind, string> = {
-  text: 'text',
+  // Byte order, as SQLite's BINARY: sorts and keyset cursors agree on both databases whatever the server's locale.
+  text: 'text collate "C"',
   real: 'double precision',
   integer: 'bigint',
   boolean: 'boolean',
@@ -62,6 +69,13 @@ export const sqliteDialect: Dialect = {
   },
   isNotNullViolation: (err) => errCode(err) === 'SQLITE_CONSTRAINT_NOTNULL',
   canAlterNullability: false,
+  nullsFirstByDefault: (direction) => direction === 'asc',
+  listContains(column, value) {
+    const element = sql`select 1 from json_each(${sql.ref(column)}) as e`;
+    if (typeof value === 'boolean') return sql<SqlBool>`exists (${element} where e.type = ${value ? 'true' : 'false'})`;
+    if (typeof value === 'number') return sql<SqlBool>`exists (${element} where e.type in ('integer', 'real') and e.value = ${value})`;
+    return sql<SqlBool>`exists (${element} where e.type = 'text' and e.value = ${value})`;
+  },
 };
 
 export const postgresDialect: Dialect = {
@@ -75,4 +89,6 @@ export const postgresDialect: Dialect = {
   isUniqueViolation: (err) => errCode(err) === '23505',
   isNotNullViolation: (err) => errCode(err) === '23502',
   canAlterNullability: true,
+  nullsFirstByDefault: (direction) => direction === 'desc',
+  listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
 };

@@ -43,13 +43,14 @@ async function createIndexes(tx: Db, tableId: string, fields: FieldDef[], only?:
 
 async function createTable(tx: Db, dialect: Dialect, name: string, fields: FieldDef[]): Promise<void> {
   const ts = sql.raw(dialect.columnType('timestamp'));
+  const text = sql.raw(dialect.columnType('text'));
   let builder = tx.schema
     .createTable(name)
-    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('id', text, (c) => c.primaryKey())
     .addColumn(SYSTEM_COLUMNS.createdAt, ts, (c) => c.notNull())
     .addColumn(SYSTEM_COLUMNS.updatedAt, ts, (c) => c.notNull())
-    .addColumn(SYSTEM_COLUMNS.createdBy, 'text', (c) => c.notNull())
-    .addColumn(SYSTEM_COLUMNS.updatedBy, 'text', (c) => c.notNull());
+    .addColumn(SYSTEM_COLUMNS.createdBy, text, (c) => c.notNull())
+    .addColumn(SYSTEM_COLUMNS.updatedBy, text, (c) => c.notNull());
   for (const f of fields) {
     builder = builder.addColumn(physicalColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column)), (c) =>
       f.required ? c.notNull() : c,

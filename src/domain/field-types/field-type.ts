@@ -44,6 +44,8 @@ export interface FieldType {
   toDb(value: unknown, dialect: Dialect): unknown;
   /** A column value (never null) as the API returns it. */
   fromDb(raw: unknown, dialect: Dialect): unknown;
+  /** Filter values are checked as this type's written values are (a select compares as text); default itself. */
+  comparisonType?: FieldTypeName;
   /** Filter operators it accepts besides `_isNull`. */
   filterOps: readonly FilterOp[];
   /** Whether it can be a sort key (and so gets a sort index). */

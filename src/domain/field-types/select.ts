@@ -21,6 +21,8 @@ export const selectType: FieldType = {
     return ok(value);
   },
   ...textColumn,
+  // A filter may name any text, not only a current choice (choices change; old values stay).
+  comparisonType: 'text',
   filterOps: TEXT_OPS,
   sortable: true,
   valueSchema: (field) => ({ type: 'string', enum: choicesOf(field.options) }),

@@ -1,0 +1,44 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { badRequest } from '../errors.ts';
+
+/**
+ * Keyset cursors: opaque, signed, carrying the last row's sort values and bound to the table,
+ * filter and sort they were made for (CONTRACT §6).
+ */
+
+type CursorValue = string | number | boolean | null;
+
+/** What a cursor is bound to: a digest of the table id and the canonical filter and sort. */
+export function cursorBinding(tableId: string, filter: unknown, sort: unknown): string {
+  return createHash('sha256').update(JSON.stringify([tableId, filter ?? null, sort ?? null])).digest('base64url').slice(0, 16);
+}
+
+function mac(secret: string, body: string): Buffer {
+  return createHmac('sha256', secret).update(body).digest().subarray(0, 16);
+}
+
+export function signCursor(secret: string, binding: string, values: CursorValue[]): string {
+  const body = Buffer.from(JSON.stringify({ b: binding, v: values })).toString('base64url');
+  return `${body}.${mac(secret, body).toString('base64url')}`;
+}
+
+const isCursorValue = (v: unknown): v is CursorValue =>
+  v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+
+/** The sort values a cursor carries; a 400 when it is altered or was made for another query. */
+export function readCursor(secret: string, token: string, binding: string, length: number): CursorValue[] {
+  const [body, signature, ...rest] = token.split('.');
+  const given = Buffer.from(signature ?? '', 'base64url');
+  const expected = mac(secret, body ?? '');
+  if (rest.length > 0 || !body || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw badRequest('cursor is not valid: use the nextUrl of the previous page as it is');
+  }
+  const payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { b: string; v: unknown[] };
+  if (payload.b !== binding) {
+    throw badRequest('cursor belongs to another filter or sort: follow nextUrl, or start again without a cursor');
+  }
+  if (!Array.isArray(payload.v) || payload.v.length !== length || !payload.v.every(isCursorValue)) {
+    throw badRequest('cursor is not valid: use the nextUrl of the previous page as it is');
+  }
+  return payload.v;
+}

@@ -1,0 +1,50 @@
+import type { FieldDef, FieldType } from './field-types/field-type.ts';
+import { fieldType } from './field-types/registry.ts';
+
+/**
+ * A column of a user table as filters and sorts see it: a system column or a field, with the
+ * field type that decides its operators, sortability and encoding.
+ */
+export interface RowColumn {
+  /** How the request names it: a system column name or a field code. */
+  key: string;
+  /** The physical column. */
+  column: string;
+  type: FieldType;
+  field: FieldDef;
+  /** System columns are never null. */
+  system: boolean;
+}
+
+/** Anything that can resolve field codes: a table definition. */
+export interface FieldLookup {
+  id: string;
+  fields: FieldDef[];
+  fieldsByCode: Map<string, FieldDef>;
+}
+
+const systemField = (code: string, type: FieldDef['type']): FieldDef => ({ id: code, code, name: code, type, required: true, options: {} });
+
+/** System columns: API name → physical column and the type they compare as. */
+export const SYSTEM_COLUMNS: Record<string, RowColumn> = Object.fromEntries(
+  (
+    [
+      ['id', 'id', 'text'],
+      ['createdAt', 'created_at', 'dateTime'],
+      ['updatedAt', 'updated_at', 'dateTime'],
+      ['createdBy', 'created_by', 'text'],
+      ['updatedBy', 'updated_by', 'text'],
+    ] as const
+  ).map(([key, column, type]) => [key, { key, column, type: fieldType(type), field: systemField(key, type), system: true }]),
+);
+
+export const isSystemColumn = (key: string): boolean => Object.hasOwn(SYSTEM_COLUMNS, key);
+
+const hex = (uuid: string) => uuid.replace(/-/g, '').toLowerCase();
+
+/** The physical column of a field: from its id, so renaming a code touches only metadata. */
+export const fieldColumn = (fieldId: string) => `f_${hex(fieldId)}`;
+
+export function fieldTarget(field: FieldDef): RowColumn {
+  return { key: field.code, column: fieldColumn(field.id), type: fieldType(field.type), field, system: false };
+}

@@ -1,0 +1,128 @@
+import { type ErrorDetail, invalid } from '../errors.ts';
+import type { FilterOp } from './field-types/field-type.ts';
+import { fieldType } from './field-types/registry.ts';
+import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
+
+/**
+ * The row filter of CONTRACT §6, parsed against a table: `values` (field code → condition),
+ * system columns (→ condition), `_and`, `_or`, `_not`. Keys of one object and operators of one
+ * condition are ANDed. Values are checked and normalised here; nothing later re-validates.
+ */
+export type RowFilter =
+  | { kind: 'and' | 'or'; items: RowFilter[] }
+  | { kind: 'not'; item: RowFilter }
+  | { kind: 'isNull'; target: RowColumn; isNull: boolean }
+  | { kind: 'cmp'; target: RowColumn; op: FilterOp; value: unknown }
+  /** `_contains` on a list: some element equals the scalar value. */
+  | { kind: 'has'; target: RowColumn; value: string | number | boolean };
+
+const MAX_DEPTH = 16;
+const MAX_NODES = 500;
+const PATTERN_OPS: readonly FilterOp[] = ['_contains', '_startsWith', '_endsWith'];
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+class Parser {
+  readonly details: ErrorDetail[] = [];
+  private nodes = 0;
+
+  constructor(private readonly table: FieldLookup) {}
+
+  private problem(path: string, message: string): null {
+    this.details.push({ path, message });
+    return null;
+  }
+
+  filter(value: unknown, path: string, depth: number): RowFilter | null {
+    if (!isObject(value)) return this.problem(path, 'must be an object');
+    if (depth > MAX_DEPTH) return this.problem(path, `is nested more than ${MAX_DEPTH} levels deep`);
+    const items: RowFilter[] = [];
+    for (const [key, v] of Object.entries(value)) {
+      const here = `${path}.${key}`;
+      if (++this.nodes > MAX_NODES) return this.problem(path, `has more than ${MAX_NODES} conditions`);
+      let parsed: RowFilter | null = null;
+      if (key === '_and' || key === '_or') {
+        if (!Array.isArray(v) || v.length === 0) {
+          this.problem(here, 'must be a non-empty array of filters');
+          continue;
+        }
+        const subs = v.map((s, i) => this.filter(s, `${here}[${i}]`, depth + 1));
+        parsed = { kind: key === '_and' ? 'and' : 'or', items: subs.filter((s): s is RowFilter => s !== null) };
+      } else if (key === '_not') {
+        const sub = this.filter(v, here, depth + 1);
+        parsed = sub && { kind: 'not', item: sub };
+      } else if (key === 'values') {
+        if (!isObject(v)) {
+          this.problem(here, 'must be an object mapping field codes to conditions');
+          continue;
+        }
+        const conds: RowFilter[] = [];
+        for (const [code, cond] of Object.entries(v)) {
+          const field = this.table.fieldsByCode.get(code);
+          if (!field) this.problem(`${here}.${code}`, 'is not a field of this table');
+          else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`));
+        }
+        parsed = { kind: 'and', items: conds };
+      } else if (isSystemColumn(key)) {
+        parsed = { kind: 'and', items: this.condition(SYSTEM_COLUMNS[key], v, here) };
+      } else {
+        this.problem(here, `unknown key; use values, ${Object.keys(SYSTEM_COLUMNS).join(', ')}, _and, _or or _not`);
+      }
+      if (parsed) items.push(parsed);
+    }
+    return { kind: 'and', items };
+  }
+
+  private condition(target: RowColumn, cond: unknown, path: string): RowFilter[] {
+    if (!isObject(cond) || Object.keys(cond).length === 0) {
+      this.problem(path, 'must be an object {operator: value}');
+      return [];
+    }
+    const out: RowFilter[] = [];
+    for (const [op, value] of Object.entries(cond)) {
+      const parsed = this.comparison(target, op, value, `${path}.${op}`);
+      if (parsed) out.push(parsed);
+    }
+    return out;
+  }
+
+  private comparison(target: RowColumn, op: string, value: unknown, path: string): RowFilter | null {
+    const { type } = target;
+    if (op === '_isNull') {
+      if (typeof value !== 'boolean') return this.problem(path, 'must be true or false');
+      return { kind: 'isNull', target, isNull: value };
+    }
+    const allowed = type.filterOps;
+    if (!['_eq', '_gt', '_gte', '_lt', '_lte', ...PATTERN_OPS].includes(op)) {
+      return this.problem(path, 'unknown operator; use _eq, _gt, _gte, _lt, _lte, _contains, _startsWith, _endsWith or _isNull');
+    }
+    if (!allowed.includes(op as FilterOp)) {
+      const ops = [...allowed, '_isNull'].join(', ');
+      return this.problem(path, `operator not allowed on ${target.key} (a ${type.name} column); use ${ops}`);
+    }
+    if (value === null) return this.problem(path, `cannot be null; use {"_isNull": true}`);
+    if (type.column === 'json') {
+      // `_contains` on a list: one element equals the value.
+      if (typeof value !== 'string' && typeof value !== 'boolean' && !(typeof value === 'number' && Number.isFinite(value))) {
+        return this.problem(path, 'must be a string, number or boolean: an element of the list');
+      }
+      return { kind: 'has', target, value };
+    }
+    if (PATTERN_OPS.includes(op as FilterOp)) {
+      if (typeof value !== 'string') return this.problem(path, 'must be a string');
+      return { kind: 'cmp', target, op: op as FilterOp, value };
+    }
+    const compareAs = fieldType(type.comparisonType ?? type.name);
+    const parsed = compareAs.parse(value, { ...target.field, type: compareAs.name, options: {} });
+    if (!parsed.ok) return this.problem(path, parsed.message);
+    return { kind: 'cmp', target, op: op as FilterOp, value: parsed.value };
+  }
+}
+
+/** Parses a filter already decoded from JSON; every problem is reported at once as one 400. */
+export function parseRowFilter(value: unknown, table: FieldLookup): RowFilter {
+  const parser = new Parser(table);
+  const filter = parser.filter(value, 'filter', 0);
+  if (parser.details.length > 0 || !filter) throw invalid(parser.details, 'Invalid filter');
+  return filter;
+}

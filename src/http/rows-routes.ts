@@ -1,0 +1,106 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
+import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
+import { checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
+import type { ErrorDetail } from '../errors.ts';
+import { invalid, notFound } from '../errors.ts';
+import type { Database } from '../store/database.ts';
+import type { RowStore } from '../store/rows.ts';
+import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
+import { writeContext } from './auth.ts';
+
+export interface RowsDeps {
+  database: Database;
+  catalog: TableCatalog;
+  rows: RowStore;
+  secret: string;
+  publicUrl: string;
+}
+
+type TableParams = { Params: { table: string } };
+type RowParams = { Params: { table: string; rowId: string } };
+
+export const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
+
+/** The table a rows route names by id or code, or a 404. */
+export async function tableOr404(deps: RowsDeps, ref: string): Promise<TableDef> {
+  const table = await deps.catalog.find(deps.database.db, ref);
+  if (!table) throw notFound(`table ${ref} not found`);
+  return table;
+}
+
+/** Single-row routes and the keyset-paged list (the seed spec's "Table rows", CONTRACT §5-6). */
+export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
+  const { rows, database } = deps;
+  const base = '/api/tables/:table/rows';
+
+  app.get<TableParams>(base, async (request, reply: FastifyReply) => {
+    const table = await tableOr404(deps, request.params.table);
+    const params = readQuery(request.query as Record<string, unknown>, LIST_PARAMS, 'Invalid list query');
+    const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50);
+    const selection = parseSelection(params, table);
+    const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort);
+    const after = params.cursor === undefined ? null : readCursor(deps.secret, params.cursor, binding, selection.keys.length);
+    const raw = await rows.page(database.db, table, { filter: selection.filter, keys: selection.keys, after, limit: pageSize + 1 });
+    const page = raw.slice(0, pageSize);
+    let nextUrl: string | null = null;
+    if (raw.length > pageSize) {
+      const last = page[page.length - 1];
+      const cursor = signCursor(deps.secret, binding, selection.keys.map((k) => last[k.target.column] as string | number | boolean | null));
+      const next = new URLSearchParams({ pageSize: String(pageSize) });
+      if (selection.filterText !== undefined) next.set('filter', selection.filterText);
+      if (selection.sortText !== undefined) next.set('sort', selection.sortText);
+      next.set('cursor', cursor);
+      nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${next}`;
+      reply.header('link', `<${nextUrl}>; rel="next"`);
+    }
+    return { data: page.map((r) => rows.toRecord(table, r)), nextUrl };
+  });
+
+  app.get<RowParams>(`${base}/:rowId`, async (request) => {
+    const table = await tableOr404(deps, request.params.table);
+    const row = await rows.get(database.db, table, request.params.rowId);
+    if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+    return row;
+  });
+
+  app.post<TableParams>(base, async (request, reply) => {
+    const table = await tableOr404(deps, request.params.table);
+    const details: ErrorDetail[] = [];
+    const input = checkRowCreate(request.body, table, '', details);
+    throwIfInvalid(details, 'Invalid row');
+    const ctx = writeContext(request);
+    if (!input.upsert || input.id === undefined) {
+      return reply.status(201).send(await rows.insert(database.db, table, input.id ?? randomUUID(), input.values, ctx));
+    }
+    const id = input.id;
+    const result = await database.db.transaction().execute(async (tx) => {
+      const updated = await rows.update(tx, table, id, input.values, ctx);
+      if (updated) return { status: 200, row: updated };
+      if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, 'values'), 'Invalid row');
+      const inserted = await rows.insertIfAbsent(tx, table, id, input.values, ctx);
+      // Another writer inserted it in between: the upsert becomes an update.
+      return inserted ? { status: 201, row: inserted } : { status: 200, row: await rows.update(tx, table, id, input.values, ctx) };
+    });
+    return reply.status(result.status).send(result.row);
+  });
+
+  app.patch<RowParams>(`${base}/:rowId`, async (request) => {
+    const table = await tableOr404(deps, request.params.table);
+    const details: ErrorDetail[] = [];
+    const input = checkRowPatch(request.body, table, '', details, false);
+    throwIfInvalid(details, 'Invalid row');
+    const row = await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request));
+    if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+    return row;
+  });
+
+  app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
+    const table = await tableOr404(deps, request.params.table);
+    if (!(await rows.delete(database.db, table, request.params.rowId))) {
+      throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+    }
+    return reply.status(204).send();
+  });
+}
