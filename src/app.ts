@@ -5,6 +5,7 @@ import { installAuth } from './http/auth.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
+import { bulkRoutes } from './http/bulk-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
@@ -13,6 +14,7 @@ import { flows } from './store/resources/flows.ts';
 import { members } from './store/resources/members.ts';
 import { ResourceStore } from './store/resources/resource-store.ts';
 import { tablesSpec } from './store/resources/tables.ts';
+import { RowWriter } from './store/row-writes.ts';
 import { RowStore } from './store/rows.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 
@@ -33,6 +35,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Per-request log lines halve throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxBodyBytes,
+    // Row ids may be 128 characters; table codes 64 (find-my-way's default is 100).
+    maxParamLength: 1024,
     genReqId: () => randomUUID(),
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
@@ -50,13 +54,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {
     resourceRoutes(app, new ResourceStore(spec, database));
   }
-  rowsRoutes(app, {
-    database,
-    catalog: new TableCatalog(database.dialect),
-    rows: new RowStore(database.dialect),
-    secret: deps.secret,
-    publicUrl: config.publicUrl,
-  });
+  const rows = { database, catalog: new TableCatalog(database.dialect), rows: new RowStore(database.dialect), secret: deps.secret, publicUrl: config.publicUrl };
+  rowsRoutes(app, rows);
+  bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
   await app.ready();
   return app;
 }

@@ -25,6 +25,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
 export function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
+  // Fields given with a wrong value are reported for that value, not again as missing.
+  const given = new Set<string>();
   if (!isObject(raw)) {
     details.push({ path: prefix, message: 'must be an object mapping field codes to values' });
     return { values, missingRequired: [] };
@@ -36,6 +38,7 @@ export function checkValues(raw: unknown, table: FieldLookup, prefix: string, de
       details.push({ path, message: 'is not a field of this table' });
       continue;
     }
+    given.add(code);
     if (value === null) {
       if (field.required) details.push({ path, message: 'is required and cannot be null' });
       else values.set(field, null);
@@ -45,7 +48,7 @@ export function checkValues(raw: unknown, table: FieldLookup, prefix: string, de
     if (parsed.ok) values.set(field, parsed.value);
     else details.push({ path, message: parsed.message });
   }
-  return { values, missingRequired: table.fields.filter((f) => f.required && !values.has(f)) };
+  return { values, missingRequired: table.fields.filter((f) => f.required && !given.has(f.code)) };
 }
 
 export function missingDetails(missing: FieldDef[], prefix: string): ErrorDetail[] {
@@ -86,7 +89,7 @@ export function checkRowCreate(body: unknown, table: FieldLookup, prefix: string
     }
   }
   if (body.values === undefined) details.push({ path: here('values'), message: 'is required' });
-  const checked = checkValues(body.values ?? {}, table, here('values'), details);
+  const checked = checkValues(body.values === undefined ? {} : body.values, table, here('values'), details);
   if (!upsert || id === undefined) details.push(...missingDetails(checked.missingRequired, here('values')));
   return { id, upsert, ...checked };
 }
@@ -105,7 +108,7 @@ export function checkRowPatch(body: unknown, table: FieldLookup, prefix: string,
     else id = body.id;
   }
   if (body.values === undefined) details.push({ path: here('values'), message: 'is required' });
-  return { id, ...checkValues(body.values ?? {}, table, here('values'), details) };
+  return { id, ...checkValues(body.values === undefined ? {} : body.values, table, here('values'), details) };
 }
 
 /** Throws the collected problems as one 400. */

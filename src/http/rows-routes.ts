@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import { cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
 import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
 import { checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
@@ -71,19 +70,11 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const input = checkRowCreate(request.body, table, '', details);
     throwIfInvalid(details, 'Invalid row');
     const ctx = writeContext(request);
-    if (!input.upsert || input.id === undefined) {
-      return reply.status(201).send(await rows.insert(database.db, table, input.id ?? randomUUID(), input.values, ctx));
-    }
-    const id = input.id;
-    const result = await database.db.transaction().execute(async (tx) => {
-      const updated = await rows.update(tx, table, id, input.values, ctx);
-      if (updated) return { status: 200, row: updated };
-      if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, 'values'), 'Invalid row');
-      const inserted = await rows.insertIfAbsent(tx, table, id, input.values, ctx);
-      // Another writer inserted it in between: the upsert becomes an update.
-      return inserted ? { status: 201, row: inserted } : { status: 200, row: await rows.update(tx, table, id, input.values, ctx) };
-    });
-    return reply.status(result.status).send(result.row);
+    // An upsert reads, then writes: one transaction, so no other writer comes between.
+    const result = input.upsert
+      ? await database.db.transaction().execute((tx) => rows.create(tx, table, input, ctx))
+      : await rows.create(database.db, table, input, ctx);
+    return reply.status(result.created ? 201 : 200).send(result.row);
   });
 
   app.patch<RowParams>(`${base}/:rowId`, async (request) => {

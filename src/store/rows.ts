@@ -1,9 +1,11 @@
-import type { FieldDef } from '../domain/field-types/field-type.ts';
+import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { SortKey } from '../domain/row-sort.ts';
-import { conflict } from '../errors.ts';
+import { randomUUID } from 'node:crypto';
+import { type RowCreate, missingDetails } from '../domain/row-values.ts';
+import { conflict, invalid } from '../errors.ts';
 import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
@@ -24,20 +26,44 @@ export type RawRow = Record<string, unknown>;
 
 const SYSTEM = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by'];
 
+/** `now`, or 1 ms past `previous` when the clock has not moved beyond it: updatedAt moves on every change (CONTRACT §5). */
+function laterThan(now: string, previous: string): string {
+  const prev = Date.parse(previous);
+  return Number.isNaN(prev) || Date.parse(now) > prev ? now : new Date(prev + 1).toISOString();
+}
+
+interface TableCodec {
+  columns: string[];
+  fields: { code: string; column: string; type: FieldType }[];
+}
+
 /** Reads and writes the rows of user tables: one typed column per field. */
 export class RowStore {
+  /** Column lists and decoders per table definition, made once per definition (a new version is a new object). */
+  private readonly codecs = new WeakMap<TableDef, TableCodec>();
+
   constructor(private readonly dialect: Dialect) {}
+
+  private codec(table: TableDef): TableCodec {
+    let codec = this.codecs.get(table);
+    if (!codec) {
+      const fields = table.fields.map((f) => ({ code: f.code, column: fieldColumn(f.id), type: fieldType(f.type) }));
+      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields };
+      this.codecs.set(table, codec);
+    }
+    return codec;
+  }
 
   /** The physical columns a record is made from. */
   columns(table: TableDef): string[] {
-    return [...SYSTEM, ...table.fields.map((f) => fieldColumn(f.id))];
+    return this.codec(table).columns;
   }
 
   toRecord(table: TableDef, raw: RawRow): RowRecord {
     const values: Record<string, unknown> = {};
-    for (const f of table.fields) {
-      const v = raw[fieldColumn(f.id)];
-      values[f.code] = v === null || v === undefined ? null : fieldType(f.type).fromDb(v, this.dialect);
+    for (const f of this.codec(table).fields) {
+      const v = raw[f.column];
+      values[f.code] = v === null || v === undefined ? null : f.type.fromDb(v, this.dialect);
     }
     return {
       id: raw.id as string,
@@ -88,13 +114,68 @@ export class RowStore {
 
   /** Partial update; undefined when there is no such row. */
   async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
+    const prev = await db.selectFrom(table.physical).select('updated_at').where('id', '=', id).executeTakeFirst();
+    if (!prev) return undefined;
     const raw = await db
       .updateTable(table.physical)
-      .set({ updated_at: ctx.now, updated_by: ctx.memberId, ...this.encode(values) })
+      .set({ updated_at: laterThan(ctx.now, prev.updated_at as string), updated_by: ctx.memberId, ...this.encode(values) })
       .where('id', '=', id)
       .returning(this.columns(table))
       .executeTakeFirst();
     return raw && this.toRecord(table, raw);
+  }
+
+  /**
+   * A create as POST /rows means it: a new row, or with `upsert` and an id that exists, a partial
+   * update of that row. Run it in a transaction when it may upsert.
+   */
+  async create(db: Db, table: TableDef, input: RowCreate, ctx: WriteContext, prefix = 'values'): Promise<{ created: boolean; row: RowRecord }> {
+    if (!input.upsert || input.id === undefined) {
+      return { created: true, row: await this.insert(db, table, input.id ?? randomUUID(), input.values, ctx) };
+    }
+    const updated = await this.update(db, table, input.id, input.values, ctx);
+    if (updated) return { created: false, row: updated };
+    if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, prefix), 'Invalid row');
+    const inserted = await this.insertIfAbsent(db, table, input.id, input.values, ctx);
+    if (inserted) return { created: true, row: inserted };
+    // Another writer inserted it in between: the upsert becomes an update.
+    return { created: false, row: (await this.update(db, table, input.id, input.values, ctx)) as RowRecord };
+  }
+
+  /** The ids among `ids` that exist in the table. */
+  async existing(db: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await db.selectFrom(table.physical).select('id').where('id', 'in', ids.slice(i, i + 500)).execute();
+      for (const r of rows) found.add(r.id as string);
+    }
+    return found;
+  }
+
+  /** Inserts new rows in multi-row statements; the caller has checked that no id exists. */
+  async insertMany(db: Db, table: TableDef, items: { id: string; values: Map<FieldDef, unknown> }[], ctx: WriteContext): Promise<RowRecord[]> {
+    const raws = items.map(({ id, values }) => ({
+      id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values),
+    }));
+    // Every row of one statement must name the same columns; a field left out is null.
+    const columns = this.columns(table);
+    const full = raws.map((r) => Object.fromEntries(columns.map((c) => [c, (r as RawRow)[c] ?? null])));
+    const perStatement = Math.max(1, Math.floor(30_000 / columns.length));
+    try {
+      for (let i = 0; i < full.length; i += perStatement) {
+        await db.insertInto(table.physical).values(full.slice(i, i + perStatement)).execute();
+      }
+    } catch (err) {
+      if (this.dialect.isUniqueViolation(err)) throw conflict('a row with one of these ids already exists');
+      throw err;
+    }
+    return full.map((raw) => this.toRecord(table, raw));
+  }
+
+  async deleteMany(db: Db, table: TableDef, ids: string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += 500) {
+      await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
+    }
   }
 
   async delete(db: Db, table: TableDef, id: string): Promise<boolean> {

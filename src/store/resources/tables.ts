@@ -60,9 +60,18 @@ function checkOptions(f: FieldDef, path: string): ErrorDetail[] {
   return (fieldType(f.type).checkOptions?.(f.options) ?? []).map((message) => ({ path: `${path}.options`, message }));
 }
 
+interface FieldPlan {
+  changes: FieldChanges;
+  /** Every problem of the list; `changes` then holds only the fields that could be read. */
+  problems: ErrorDetail[];
+  /** Field id → its index in the request's list, for paths. */
+  index: Map<string, number>;
+}
+
 /** Checks a whole `fields` list against the table's current fields and says what changes. */
-function planFields(existing: FieldDef[], inputs: FieldInput[]): FieldChanges {
+function reviewFields(existing: FieldDef[], inputs: FieldInput[]): FieldPlan {
   const problems: ErrorDetail[] = [];
+  const index = new Map<string, number>();
   const byId = new Map(existing.map((f) => [f.id, f]));
   const fields: FieldDef[] = [];
   const seenCodes = new Map<string, number>();
@@ -84,37 +93,50 @@ function planFields(existing: FieldDef[], inputs: FieldInput[]): FieldChanges {
       problems.push({ path: `${path}.type`, message: `cannot change a field's type (${before.type} to ${input.type}); add a new field instead` });
     }
     const code = input.code ?? before?.code;
-    if (code === undefined || (input.type ?? before?.type) === undefined) return;
+    const type = before?.type ?? (input.type as FieldDef['type'] | undefined);
+    if (type === undefined) return;
+    // A field without a code still has its options checked, so every problem is reported at once.
     const field: FieldDef = {
       id: before?.id ?? randomUUID(),
-      code,
-      name: input.name ?? before?.name ?? code,
-      type: before?.type ?? (input.type as FieldDef['type']),
+      code: code ?? '',
+      name: input.name ?? before?.name ?? code ?? '',
+      type,
       required: input.required ?? before?.required ?? false,
       options: input.options ?? before?.options ?? {},
     };
+    problems.push(...checkOptions(field, path));
+    if (code === undefined) return;
     const earlier = seenCodes.get(code);
     if (earlier !== undefined) problems.push({ path: `${path}.code`, message: `${code} is also the code of fields[${earlier}]` });
     seenCodes.set(code, i);
-    problems.push(...checkOptions(field, path));
+    index.set(field.id, i);
     fields.push(field);
   });
-  if (problems.length > 0) throw invalid(problems, 'Invalid fields');
   const kept = new Set(fields.map((f) => f.id));
-  return {
+  const changes = {
     fields,
     added: fields.filter((f) => !byId.has(f.id)),
     removed: existing.filter((f) => !kept.has(f.id)),
     nullability: fields.filter((f) => f.required !== (byId.get(f.id)?.required ?? false)),
   };
+  return { changes, problems, index };
 }
 
-/** Refuses what would leave a required field empty: the table's data stays as it was. */
-async function checkRequiredHold(tx: Db, tableId: string, changes: FieldChanges): Promise<void> {
+/** A table code of UUID shape would be taken for an id in every URL. */
+function codeProblems(input: Item): ErrorDetail[] {
+  const code = input.code;
+  return typeof code === 'string' && isUuid(code)
+    ? [{ path: 'code', message: 'must not look like a UUID: table references of that shape are ids' }]
+    : [];
+}
+
+/** What would leave a required field empty: refused, so the table's data stays as it was. */
+async function requiredProblems(tx: Db, tableId: string, plan: FieldPlan): Promise<ErrorDetail[]> {
+  const { changes } = plan;
   const problems: ErrorDetail[] = [];
   for (const f of changes.nullability) {
     if (!f.required) continue;
-    const path = `fields[${changes.fields.indexOf(f)}].required`;
+    const path = `fields[${plan.index.get(f.id)}].required`;
     const isNew = changes.added.includes(f);
     if (isNew ? await hasRows(tx, tableId) : await hasNulls(tx, tableId, f)) {
       problems.push({
@@ -125,7 +147,7 @@ async function checkRequiredHold(tx: Db, tableId: string, changes: FieldChanges)
       });
     }
   }
-  if (problems.length > 0) throw invalid(problems, 'Invalid fields');
+  return problems;
 }
 
 async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext): Promise<void> {
@@ -178,30 +200,35 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
         const row = await db.selectFrom('rh_tables').select('id').where('code', '=', ref).executeTakeFirst();
         return row?.id as string | undefined;
       },
-      check(input) {
-        const code = input.code;
-        return typeof code === 'string' && isUuid(code)
-          ? [{ path: 'code', message: 'must not look like a UUID: table references of that shape are ids' }]
-          : [];
+      check(input, mode) {
+        // An update's fields can only be checked against the table's current ones: beforeUpdate does it.
+        if (mode === 'update') return [];
+        return [...codeProblems(input), ...reviewFields([], (input.fields as FieldInput[] | undefined) ?? []).problems];
       },
       async beforeInsert(_tx, columns) {
         columns.version = 1;
       },
       async afterInsert(tx, item, input, ctx) {
-        const changes = planFields([], (input.fields as FieldInput[] | undefined) ?? []);
-        await saveFields(tx, dialect, item.id as string, changes, ctx);
-        await createUserTable(tx, dialect, item.id as string, changes.fields);
+        const plan = reviewFields([], (input.fields as FieldInput[] | undefined) ?? []);
+        if (plan.problems.length > 0) throw invalid(plan.problems, 'Invalid table');
+        await saveFields(tx, dialect, item.id as string, plan.changes, ctx);
+        await createUserTable(tx, dialect, item.id as string, plan.changes.fields);
       },
       async beforeUpdate(tx, before, changes, input, ctx) {
         changes.version = sql`${sql.ref('version')} + 1`;
-        if (input.fields === undefined) return;
-        const tableId = before.id as string;
-        const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
-        const plan = planFields(existing, input.fields as FieldInput[]);
-        await checkRequiredHold(tx, tableId, plan);
-        await releaseCodes(tx, tableId);
-        await saveFields(tx, dialect, tableId, plan, ctx);
-        await applyFieldChanges(tx, dialect, tableId, plan);
+        const problems = codeProblems(input);
+        if (input.fields !== undefined) {
+          const tableId = before.id as string;
+          const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
+          const plan = reviewFields(existing, input.fields as FieldInput[]);
+          problems.push(...plan.problems, ...(await requiredProblems(tx, tableId, plan)));
+          if (problems.length === 0) {
+            await releaseCodes(tx, tableId);
+            await saveFields(tx, dialect, tableId, plan.changes, ctx);
+            await applyFieldChanges(tx, dialect, tableId, plan.changes);
+          }
+        }
+        if (problems.length > 0) throw invalid(problems, 'Invalid table');
       },
       async beforeDelete(tx, item) {
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
@@ -210,6 +237,8 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       async decorate(db, items: Item[]) {
         const fields = await loadFields(db, dialect, items.map((i) => i.id as string));
         for (const item of items) {
+          // A deleted table is decorated before its fields go; a second pass must not empty them.
+          if (Array.isArray(item.fields)) continue;
           item.fields = (fields.get(item.id as string) ?? []).map(({ id, code, name, type, required, options }) => ({
             id, code, name, type, required, options,
           }));

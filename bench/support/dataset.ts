@@ -1,0 +1,78 @@
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { fieldType } from '../../src/domain/field-types/registry.ts';
+import type { FieldDef } from '../../src/domain/field-types/field-type.ts';
+import { fieldColumn } from '../../src/domain/row-columns.ts';
+import { sqliteDialect } from '../../src/store/dialect.ts';
+import { physicalTable } from '../../src/store/user-tables.ts';
+import { BENCH_KEY, ROOT } from './processes.ts';
+
+/** The shared deterministic dataset (../shared/bench/dataset.mjs beside the repository). */
+export interface DatasetModule {
+  FIELDS: { code: string; type: string; required?: boolean }[];
+  rows(n: number, seed?: number): Generator<{ id: string; values: Record<string, unknown> }>;
+  rowId(i: number): string;
+}
+
+export async function dataset(): Promise<DatasetModule> {
+  const file = path.resolve(ROOT, '../shared/bench/dataset.mjs');
+  return (await import(file)) as DatasetModule;
+}
+
+export interface BenchTable {
+  id: string;
+  fields: FieldDef[];
+  physical: string;
+  column(code: string): string;
+}
+
+export async function api(base: string, method: string, url: string, body?: unknown): Promise<any> {
+  const res = await fetch(base + url, {
+    method,
+    headers: { 'x-api-key': BENCH_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status}: ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Creates the dataset's table through the API. */
+export async function createBenchTable(base: string, code = 'bench'): Promise<BenchTable> {
+  const ds = await dataset();
+  const table = await api(base, 'POST', '/api/tables', { code, name: 'Bench', fields: ds.FIELDS });
+  const byCode = new Map<string, FieldDef>(table.fields.map((f: FieldDef) => [f.code, f]));
+  return {
+    id: table.id,
+    fields: table.fields,
+    physical: physicalTable(table.id),
+    column: (code) => (code in { id: 1 } ? 'id' : fieldColumn((byCode.get(code) as FieldDef).id)),
+  };
+}
+
+/**
+ * Fills the table with n dataset rows straight into the SQLite file, in one transaction: the
+ * figures measure reading, not loading. createdAt is one second apart per row, in row order.
+ */
+export async function fillSqlite(dbFile: string, table: BenchTable, n: number, memberId: string): Promise<void> {
+  const ds = await dataset();
+  const db = new SqliteDatabase(dbFile);
+  db.pragma('journal_mode = WAL');
+  const cols = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...table.fields.map((f) => fieldColumn(f.id))];
+  const insert = db.prepare(`insert into ${table.physical} (${cols.join(', ')}) values (${cols.map(() => '?').join(', ')})`);
+  const base = Date.UTC(2025, 0, 1);
+  db.transaction(() => {
+    let i = 0;
+    for (const r of ds.rows(n)) {
+      const ts = new Date(base + i * 1000).toISOString();
+      const vals = table.fields.map((f) => {
+        const v = r.values[f.code];
+        return v === null || v === undefined ? null : fieldType(f.type).toDb(v, sqliteDialect);
+      });
+      insert.run(r.id, ts, ts, memberId, memberId, ...vals);
+      i++;
+    }
+  })();
+  db.pragma('optimize = 0x10002');
+  db.close();
+}

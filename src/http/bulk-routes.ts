@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify';
+import type { RowWriter } from '../store/row-writes.ts';
+import { writeContext } from './auth.ts';
+import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+
+type TableParams = { Params: { table: string } };
+
+/** Bulk writes within one table and the cross-table batch (the seed spec's "Bulk" and "Cross-table batch"). */
+export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWriter): void {
+  const path = '/api/tables/:table/rows-bulk';
+
+  app.post<TableParams>(path, async (request, reply) => {
+    const table = await tableOr404(deps, request.params.table);
+    const { status, data } = await writer.bulkCreate(table, request.body, writeContext(request));
+    return reply.status(status).send({ data });
+  });
+
+  app.patch<TableParams>(path, async (request) => {
+    const table = await tableOr404(deps, request.params.table);
+    return { data: await writer.bulkUpdate(table, request.body, writeContext(request)) };
+  });
+
+  app.delete<TableParams>(path, async (request) => {
+    const table = await tableOr404(deps, request.params.table);
+    writeContext(request);
+    return { data: await writer.bulkDelete(table, request.body) };
+  });
+
+  app.post('/api/rows-batch', async (request) => ({ data: await writer.batch(request.body, writeContext(request)) }));
+}

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
+import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
+import type { Database, Db } from './database.ts';
+import type { WriteContext } from './resources/resource-spec.ts';
+import type { RowRecord, RowStore } from './rows.ts';
+import type { TableCatalog, TableDef } from './table-catalog.ts';
+
+/** Bulk writes within one table and the cross-table batch (CONTRACT §7): each all or nothing, in one transaction. */
+
+export const MAX_ITEMS = 1000;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The body's one array property, checked for shape and size; other properties are refused. */
+function arrayOf(body: unknown, key: string, allowed: string[], what: string): unknown[] {
+  if (!isObject(body)) throw badRequest(`The body must be a JSON object {${allowed.join(', ')}}`);
+  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (extra.length > 0) throw invalid(extra.map((k) => ({ path: k, message: `is not a known property; use ${allowed.join(', ')}` })), `Invalid ${what}`);
+  const items = body[key];
+  if (!Array.isArray(items)) throw invalid([{ path: key, message: 'is required and must be an array' }], `Invalid ${what}`);
+  if (items.length > MAX_ITEMS) {
+    throw invalid([{ path: key, message: `has ${items.length} items; at most ${MAX_ITEMS} are allowed` }], `Invalid ${what}`);
+  }
+  return items;
+}
+
+function rejectRepeats(ids: (string | undefined)[], key: string): void {
+  const seen = new Map<string, number>();
+  ids.forEach((id, i) => {
+    if (id === undefined) return;
+    const first = seen.get(id);
+    if (first !== undefined) throw invalid([{ path: `${key}[${i}]`, message: `repeats id ${id} of ${key}[${first}]` }], 'Invalid request');
+    seen.set(id, i);
+  });
+}
+
+/** An error of one item or operation, named by its place in the request. */
+function at(err: unknown, where: string, index: number, extra = false): unknown {
+  if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
+  return new HttpError(err.statusCode, `${where}: ${err.message}`, err.details, extra ? { ...err.extra, index } : err.extra);
+}
+
+export class RowWriter {
+  constructor(
+    private readonly database: Database,
+    private readonly catalog: TableCatalog,
+    private readonly rows: RowStore,
+  ) {}
+
+  private transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return this.database.db.transaction().execute(work);
+  }
+
+  /** POST /rows-bulk: creates, or with upsert updates the rows whose id exists. */
+  async bulkCreate(table: TableDef, body: unknown, ctx: WriteContext): Promise<{ status: number; data: RowRecord[] }> {
+    const items = arrayOf(body, 'data', ['data', 'options'], 'bulk create');
+    const details: ErrorDetail[] = [];
+    const options = (body as Record<string, unknown>).options;
+    let upsert = false;
+    if (options !== undefined) {
+      if (!isObject(options) || Object.keys(options).some((k) => k !== 'upsert') || (options.upsert !== undefined && typeof options.upsert !== 'boolean')) {
+        details.push({ path: 'options', message: 'must be {upsert?: boolean}' });
+      } else upsert = options.upsert === true;
+    }
+    const inputs = items.map((item, i) => checkRowCreate(item, table, `data[${i}]`, details, upsert));
+    throwIfInvalid(details, 'Invalid bulk create');
+    rejectRepeats(inputs.map((x) => x.id), 'data');
+    if (inputs.length === 0) return { status: 201, data: [] };
+
+    return this.transaction(async (tx) => {
+      const given = inputs.map((x) => x.id).filter((id): id is string => id !== undefined);
+      const existing = given.length > 0 ? await this.rows.existing(tx, table, given) : new Set<string>();
+      const inserts: { index: number; input: RowCreate }[] = [];
+      const result: RowRecord[] = new Array(inputs.length);
+      for (const [i, input] of inputs.entries()) {
+        if (input.id === undefined || !existing.has(input.id)) {
+          if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
+          inserts.push({ index: i, input });
+        } else if (!input.upsert) {
+          throw conflict(`data[${i}]: a row with id ${input.id} already exists; set options.upsert to update it`);
+        } else {
+          result[i] = (await this.rows.update(tx, table, input.id, input.values, ctx)) as RowRecord;
+        }
+      }
+      const created = await this.rows.insertMany(
+        tx,
+        table,
+        inserts.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values })),
+        ctx,
+      );
+      inserts.forEach(({ index }, k) => {
+        result[index] = created[k];
+      });
+      return { status: inserts.length === inputs.length ? 201 : 200, data: result };
+    });
+  }
+
+  /** PATCH /rows-bulk: partial updates; every id must exist. */
+  async bulkUpdate(table: TableDef, body: unknown, ctx: WriteContext): Promise<RowRecord[]> {
+    const items = arrayOf(body, 'data', ['data'], 'bulk update');
+    const details: ErrorDetail[] = [];
+    const inputs = items.map((item, i) => checkRowPatch(item, table, `data[${i}]`, details, true));
+    throwIfInvalid(details, 'Invalid bulk update');
+    const ids = inputs.map((x) => x.id as string);
+    rejectRepeats(ids, 'data');
+    return this.transaction(async (tx) => {
+      await this.requireAll(tx, table, ids, 'data');
+      const out: RowRecord[] = [];
+      for (const [i, input] of inputs.entries()) out.push((await this.rows.update(tx, table, ids[i], input.values, ctx)) as RowRecord);
+      return out;
+    });
+  }
+
+  /** DELETE /rows-bulk: every id must exist. */
+  async bulkDelete(table: TableDef, body: unknown): Promise<{ id: string }[]> {
+    const ids = arrayOf(body, 'ids', ['ids'], 'bulk delete');
+    const bad = ids.flatMap((id, i) => (typeof id === 'string' && id !== '' ? [] : [{ path: `ids[${i}]`, message: 'must be a row id' }]));
+    throwIfInvalid(bad, 'Invalid bulk delete');
+    rejectRepeats(ids as string[], 'ids');
+    return this.transaction(async (tx) => {
+      await this.requireAll(tx, table, ids as string[], 'ids');
+      await this.rows.deleteMany(tx, table, ids as string[]);
+      return (ids as string[]).map((id) => ({ id }));
+    });
+  }
+
+  private async requireAll(tx: Db, table: TableDef, ids: string[], key: string): Promise<void> {
+    const found = await this.rows.existing(tx, table, ids);
+    const missing = ids.findIndex((id) => !found.has(id));
+    if (missing >= 0) throw notFound(`${key}[${missing}]: row ${ids[missing]} not found`);
+  }
+
+  /** POST /api/rows-batch: operations in array order in one transaction; later ones see earlier ones. */
+  async batch(body: unknown, ctx: WriteContext): Promise<{ type: string; row: RowRecord | null }[]> {
+    const operations = arrayOf(body, 'operations', ['operations'], 'batch');
+    if (operations.length === 0) return [];
+    return this.transaction(async (tx) => {
+      const tables = new Map<string, TableDef>();
+      const out: { type: string; row: RowRecord | null }[] = [];
+      for (const [i, op] of operations.entries()) {
+        const where = `operations[${i}]`;
+        try {
+          out.push(await this.operation(tx, op, where, tables, ctx));
+        } catch (err) {
+          throw at(err, where, i, true);
+        }
+      }
+      return out;
+    });
+  }
+
+  private async operation(tx: Db, op: unknown, where: string, tables: Map<string, TableDef>, ctx: WriteContext) {
+    if (!isObject(op)) throw badRequest('must be an object {type, tableId, …}');
+    const { type, tableId, ...rest } = op;
+    if (type !== 'create' && type !== 'update' && type !== 'delete') throw badRequest('type must be create, update or delete');
+    if (typeof tableId !== 'string' || tableId === '') throw badRequest('tableId is required: a table id or code');
+    let table = tables.get(tableId);
+    if (!table) {
+      table = await this.catalog.find(tx, tableId);
+      if (!table) throw notFound(`table ${tableId} not found`);
+      tables.set(tableId, table);
+    }
+    const details: ErrorDetail[] = [];
+    if (type === 'create') {
+      const input = checkRowCreate(rest, table, where, details);
+      throwIfInvalid(details, 'Invalid operation');
+      return { type, row: (await this.rows.create(tx, table, input, ctx, `${where}.values`)).row };
+    }
+    if (type === 'update') {
+      const input = checkRowPatch(rest, table, where, details, true);
+      throwIfInvalid(details, 'Invalid operation');
+      const row = await this.rows.update(tx, table, input.id as string, input.values, ctx);
+      if (!row) throw notFound(`row ${input.id} not found in table ${tableId}`);
+      return { type, row };
+    }
+    const extra = Object.keys(rest).filter((k) => k !== 'id');
+    if (extra.length > 0) throw badRequest(`${extra[0]} is not a property of a delete; use type, tableId, id`);
+    if (typeof rest.id !== 'string' || rest.id === '') throw badRequest('id is required: the row to delete');
+    if (!(await this.rows.delete(tx, table, rest.id))) throw notFound(`row ${rest.id} not found in table ${tableId}`);
+    return { type, row: null };
+  }
+}
