@@ -1,27 +1,48 @@
 // The floor: a minimal Fastify + better-sqlite3 server answering the same workloads with raw,
-// prepared SQL on the same table. What the service is measured against.
+// prepared SQL on the same tables. What the service is measured against.
+//   env: PORT, FLOOR_DB, FLOOR_TABLES = JSON [{physical, columns: {code: column}}] (the first is the main table)
 import SqliteDatabase from 'better-sqlite3';
 import Fastify from 'fastify';
+
+interface FloorTable {
+  physical: string;
+  columns: Record<string, string>;
+}
 
 const db = new SqliteDatabase(process.env.FLOOR_DB as string);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
-const t = process.env.FLOOR_TABLE as string;
-const c = JSON.parse(process.env.FLOOR_COLUMNS as string) as Record<string, string>;
+const tables = JSON.parse(process.env.FLOOR_TABLES as string) as FloorTable[];
+const { physical: t, columns: c } = tables[0];
 const cols = Object.values(c).join(', ');
+const all = `id, created_at, updated_at, created_by, updated_by, ${cols}`;
 
-const first = db.prepare(`select id, created_at, updated_at, created_by, updated_by, ${cols} from ${t} order by created_at, id limit 51`);
-const after = db.prepare(
-  `select id, created_at, updated_at, created_by, updated_by, ${cols} from ${t} where (created_at, id) > (?, ?) order by created_at, id limit 51`,
-);
-const paid = db.prepare(
-  `select id, created_at, updated_at, created_by, updated_by, ${cols} from ${t} where ${c.status} = 'paid' and ${c.amount} > 5000 order by ${c.amount} desc, id limit 51`,
-);
-const byId = db.prepare(`select id, created_at, updated_at, created_by, updated_by, ${cols} from ${t} where id = ?`);
-const insert = db.prepare(`insert into ${t} (id, created_at, updated_at, created_by, updated_by, ${c.title}, ${c.amount}) values (?, ?, ?, 'floor', 'floor', ?, ?)`);
+const first = db.prepare(`select ${all} from ${t} order by created_at, id limit 51`);
+const after = db.prepare(`select ${all} from ${t} where (created_at, id) > (?, ?) order by created_at, id limit 51`);
+const paid = db.prepare(`select ${all} from ${t} where ${c.status} = 'paid' and ${c.amount} > 5000 order by ${c.amount} desc, id limit 51`);
+const byId = db.prepare(`select ${all} from ${t} where id = ?`);
 const update = db.prepare(`update ${t} set ${c.amount} = ?, updated_at = ? where id = ?`);
 
-const app = Fastify();
+/** Inserts of whole dataset rows, per table: values in the column order of `columns`. */
+const inserters = tables.map(({ physical, columns }) => {
+  const codes = Object.keys(columns);
+  const stmt = db.prepare(
+    `insert into ${physical} (id, created_at, updated_at, created_by, updated_by, ${Object.values(columns).join(', ')}) values (${Array(5 + codes.length).fill('?').join(', ')})`,
+  );
+  return (id: string, now: string, values: Record<string, unknown>) =>
+    stmt.run(id, now, now, 'floor', 'floor', ...codes.map((k) => encode(values[k])));
+});
+const updaters = tables.map(({ physical, columns }) => db.prepare(`update ${physical} set ${columns.amount ?? columns[Object.keys(columns)[0]]} = ?, updated_at = ? where id = ?`));
+const deleters = tables.map(({ physical }) => db.prepare(`delete from ${physical} where id = ?`));
+
+function encode(v: unknown): unknown {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'object') return JSON.stringify(v);
+  return v;
+}
+
+const app = Fastify({ bodyLimit: 64 * 1024 * 1024 });
 app.get('/healthz', async () => ({ status: 'ok' }));
 app.get('/first', async () => ({ data: first.all() }));
 app.get('/after', async (req) => {
@@ -34,15 +55,36 @@ app.get('/rows/:id', async (req, reply) => {
   return row ?? reply.status(404).send({ statusCode: 404 });
 });
 app.post('/rows', async (req, reply) => {
-  const body = req.body as { values: { title: string; amount: number } };
-  const now = new Date().toISOString();
+  const body = req.body as { values: Record<string, unknown> };
   const id = crypto.randomUUID();
-  insert.run(id, now, now, body.values.title, body.values.amount);
+  inserters[0](id, new Date().toISOString(), body.values);
   return reply.status(201).send(byId.get(id));
 });
 app.patch('/rows/:id', async (req) => {
   const id = (req.params as { id: string }).id;
   update.run((req.body as { values: { amount: number } }).values.amount, new Date().toISOString(), id);
   return byId.get(id);
+});
+app.post('/bulk', async (req, reply) => {
+  const items = (req.body as { data: { id?: string; values: Record<string, unknown> }[] }).data;
+  const now = new Date().toISOString();
+  const ids = db.transaction(() => items.map((it) => {
+    const id = it.id ?? crypto.randomUUID();
+    inserters[0](id, now, it.values);
+    return id;
+  }))();
+  return reply.status(201).send({ data: ids.map((id) => ({ id })) });
+});
+/** Operations as /api/rows-batch takes them, with tableId an index into FLOOR_TABLES. */
+app.post('/batch', async (req) => {
+  const ops = (req.body as { operations: { type: string; tableId: number; id?: string; values?: Record<string, unknown> }[] }).operations;
+  const now = new Date().toISOString();
+  const out = db.transaction(() => ops.map((op) => {
+    if (op.type === 'create') inserters[op.tableId](op.id ?? crypto.randomUUID(), now, op.values ?? {});
+    else if (op.type === 'update') updaters[op.tableId].run(Object.values(op.values ?? {})[0] ?? null, now, op.id);
+    else deleters[op.tableId].run(op.id);
+    return { type: op.type };
+  }))();
+  return { data: out };
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { api, createBenchTable, dataset, fillSqlite } from './support/dataset.ts';
-import { BENCH_KEY, freePort, startProcess, startService } from './support/processes.ts';
+import { BENCH_KEY, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -27,14 +27,8 @@ await fillSqlite(dbFile, table, N, ownerId);
 console.log(`loaded ${N} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
 service = await startService({ ...env, ROWHOUSE_PUBLIC_URL: '' });
-const floorPort = await freePort();
 const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
-const floor = await startProcess(
-  ['--import', 'tsx', 'bench/floor-server.ts'],
-  { PORT: String(floorPort), FLOOR_DB: dbFile, FLOOR_TABLE: table.physical, FLOOR_COLUMNS: JSON.stringify(columns) },
-  floorPort,
-  '/healthz',
-);
+const floor = await startFloor(dbFile, [{ physical: table.physical, columns }]);
 
 // The cursor of the page starting at row DEEP, reached by walking nextUrl.
 let url = `/api/tables/bench/rows?pageSize=200`;

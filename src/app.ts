@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { installAuth } from './http/auth.ts';
-import { installErrorHandling } from './http/error-handler.ts';
+import { frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
@@ -35,8 +35,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Per-request log lines halve throughput; errors are still logged, with their request id.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxBodyBytes,
-    // Row ids may be 128 characters; table codes 64 (find-my-way's default is 100).
-    maxParamLength: 1024,
+    routerOptions: {
+      // Row ids may be 128 characters; table codes 64 (find-my-way's default is 100).
+      maxParamLength: 1024,
+      onMaxParamLength,
+    },
+    frameworkErrors,
     genReqId: () => randomUUID(),
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,

@@ -121,6 +121,14 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 2;
       return;
     }
+    // The environment at fault (port taken, database down or refusing): a message, not a stack trace.
+    const e = err as { code?: unknown; message?: string; errors?: { message?: string }[] };
+    if (typeof e.code === 'string') {
+      const message = e.message || e.errors?.map((x) => x.message).join('; ') || e.code;
+      console.error(`rowhouse: ${message}`);
+      process.exitCode = 1;
+      return;
+    }
     throw err;
   }
 }

@@ -39,6 +39,8 @@ const SETTINGS = {
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
 } as const;
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 type SettingName = keyof typeof SETTINGS;
 
 /** The flag definitions for `util.parseArgs`, derived from SETTINGS. */
@@ -81,10 +83,15 @@ export function loadConfig(
     throw new ConfigError(`${label('storage')} must start with file: or s3://`);
   }
   const publicUrl = (get('publicUrl') ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  let publicProtocol: string | null = null;
   try {
-    new URL(publicUrl);
+    publicProtocol = new URL(publicUrl).protocol;
   } catch {
-    throw new ConfigError(`${label('publicUrl')} is not a URL: "${publicUrl}"`);
+    // Reported below.
+  }
+  // "localhost:8080" parses as a URL with the scheme "localhost:"; every link built on it would be broken.
+  if (publicProtocol !== 'http:' && publicProtocol !== 'https:') {
+    throw new ConfigError(`${label('publicUrl')} must be an http:// or https:// URL, got "${publicUrl}"`);
   }
   const apiKey = get('apiKey') ?? null;
   if (apiKey !== null && apiKey.length < 16) {
@@ -93,6 +100,10 @@ export function loadConfig(
   const secret = get('secret') ?? null;
   if (secret !== null && secret.length < 16) {
     throw new ConfigError(`${label('secret')} must be at least 16 characters`);
+  }
+  const logLevel = get('logLevel') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`${label('logLevel')} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
   return {
     port,
@@ -107,7 +118,7 @@ export function loadConfig(
     maxFileBytes: integer(label('maxFileBytes'), get('maxFileBytes') ?? String(100 * 1024 * 1024), 1, 2 ** 40),
     uploadTtlSeconds: integer(label('uploadTtlSeconds'), get('uploadTtlSeconds') ?? '86400', 1, 2 ** 31),
     shutdownTimeoutMs: 10_000,
-    logLevel: get('logLevel') ?? 'info',
+    logLevel,
   };
 }
 

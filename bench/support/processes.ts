@@ -64,7 +64,9 @@ export async function startProcess(args: string[], env: Record<string, string>, 
 /** The service as a user runs it: `rowhouse serve`. */
 export async function startService(env: Record<string, string>): Promise<Proc> {
   const port = await freePort();
-  return startProcess(['bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
+  // PROFILE_SERVICE=DIR writes a CPU profile of the service there.
+  const profile = process.env.PROFILE_SERVICE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_SERVICE}`] : [];
+  return startProcess([...profile, 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */
@@ -73,4 +75,15 @@ export async function peakRssMiB(pid: number): Promise<number> {
   const status = await fs.readFile(`/proc/${pid}/status`, 'utf8');
   const m = /VmHWM:\s+(\d+) kB/.exec(status);
   return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** The raw-SQL floor (bench/floor-server.ts) on the same SQLite file and tables. */
+export async function startFloor(dbFile: string, tables: { physical: string; columns: Record<string, string> }[]): Promise<Proc> {
+  const port = await freePort();
+  return startProcess(
+    ['--import', 'tsx', 'bench/floor-server.ts'],
+    { PORT: String(port), FLOOR_DB: dbFile, FLOOR_TABLES: JSON.stringify(tables) },
+    port,
+    '/healthz',
+  );
 }

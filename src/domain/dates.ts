@@ -3,8 +3,9 @@
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,9}))?)?(Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)$/i;
 
+/** Years 0001 to 9999: what both databases store (PostgreSQL has no year 0). */
 export function isCalendarDate(year: number, month: number, day: number): boolean {
-  if (month < 1 || month > 12 || day < 1) return false;
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
   const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
   return day <= days;
 }
@@ -22,7 +23,7 @@ export function isTime(s: string): boolean {
 
 /** `YYYY-MM`. */
 export function isYearMonth(s: string): boolean {
-  return /^\d{4}-(0[1-9]|1[0-2])$/.test(s);
+  return /^\d{4}-(0[1-9]|1[0-2])$/.test(s) && !s.startsWith('0000');
 }
 
 /**
@@ -35,5 +36,6 @@ export function normaliseDateTime(s: string): string | null {
   const t = Date.parse(s);
   if (Number.isNaN(t)) return null;
   const iso = new Date(t).toISOString();
-  return iso.length === 24 ? iso : null; // years beyond 9999 do not fit the format
+  // Years beyond 9999 do not fit the format; an offset can move 0001-01-01 into year 0, which PostgreSQL cannot store.
+  return iso.length === 24 && !iso.startsWith('0000') ? iso : null;
 }

@@ -50,6 +50,10 @@ const MAX_FILTER_DEPTH = 16;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The type of a queryable attribute; own keys only, so `constructor` or `__proto__` is unknown, not Object's. */
+const typeOf = (attrs: QueryableAttrs, name: string): AttrType | undefined =>
+  Object.hasOwn(attrs.types, name) ? attrs.types[name] : undefined;
+
 function parseJsonParam(name: string, raw: unknown, details: ErrorDetail[]): unknown {
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string') {
@@ -113,6 +117,16 @@ function comparisonValue(type: AttrType, op: ResourceOp, value: unknown, path: s
     details.push({ path, message: 'must be a string' });
     return undefined;
   }
+  if (value.includes('\u0000')) {
+    // PostgreSQL cannot take it in a text parameter; SQLite could, but both answer alike.
+    details.push({ path, message: 'must not contain the NUL character (\\u0000)' });
+    return undefined;
+  }
+  if ((op === 'like' || op === 'notLike' || op === 'iLike') && /(?:^|[^\\])(?:\\\\)*\\$/.test(value)) {
+    // A backslash escapes the next character; PostgreSQL refuses a pattern that ends in one.
+    details.push({ path, message: 'ends with a lone \\ escape; write \\\\ for a literal backslash' });
+    return undefined;
+  }
   if (type === 'timestamp') {
     const iso = normaliseDateTime(value);
     if (iso === null) details.push({ path, message: 'must be an ISO 8601 date-time with an offset' });
@@ -142,7 +156,7 @@ function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth:
       items.push({ kind: key, items: subs.filter((s): s is ResourceFilter => s !== null) });
       continue;
     }
-    const type = attrs.types[key];
+    const type = typeOf(attrs, key);
     if (type === undefined) {
       details.push({ path: here, message: `unknown field; known fields are ${Object.keys(attrs.types).join(', ')}` });
       continue;
@@ -172,7 +186,7 @@ function parseSorting(value: unknown, attrs: QueryableAttrs, details: ErrorDetai
   }
   const sorts: ResourceSort[] = [];
   for (const [attr, direction] of Object.entries(value)) {
-    const type = attrs.types[attr];
+    const type = typeOf(attrs, attr);
     if (type === undefined) details.push({ path: `sorting.${attr}`, message: 'unknown field' });
     else if (type === 'json') details.push({ path: `sorting.${attr}`, message: 'cannot sort by a JSON field' });
     else if (direction !== 'asc' && direction !== 'desc') details.push({ path: `sorting.${attr}`, message: 'must be "asc" or "desc"' });

@@ -22,6 +22,17 @@ export interface RowCreate extends RowValues {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** PostgreSQL text and jsonb cannot hold U+0000, so no value may on either database. */
+export const NUL_MESSAGE = 'must not contain the character U+0000';
+
+/** Whether a string anywhere in a JSON value (keys included) holds U+0000. */
+export function containsNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (Array.isArray(v)) return v.some(containsNul);
+  if (isObject(v)) return Object.entries(v).some(([k, x]) => k.includes('\u0000') || containsNul(x));
+  return false;
+}
+
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
 export function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
@@ -39,6 +50,10 @@ export function checkValues(raw: unknown, table: FieldLookup, prefix: string, de
       continue;
     }
     given.add(code);
+    if (containsNul(value)) {
+      details.push({ path, message: NUL_MESSAGE });
+      continue;
+    }
     if (value === null) {
       if (field.required) details.push({ path, message: 'is required and cannot be null' });
       else values.set(field, null);

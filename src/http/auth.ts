@@ -11,11 +11,20 @@ declare module 'fastify' {
 
 const unauthorized = (message: string) => new HttpError(401, message);
 
+/**
+ * Whether the request is for /api. The router's pattern is what counts when a route matched: it
+ * decodes the path, so /%61pi/flows reaches /api/flows and must not pass without a key.
+ */
+function isApiRequest(request: FastifyRequest): boolean {
+  const path = request.routeOptions.url ?? request.url.split('?')[0];
+  return path === '/api' || path.startsWith('/api/');
+}
+
 /** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
 export function installAuth(app: FastifyInstance, database: Database): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
-    if (request.url !== '/api' && !request.url.startsWith('/api/') && !request.url.startsWith('/api?')) return;
+    if (!isApiRequest(request)) return;
     const key = request.headers['x-api-key'];
     if (key === undefined || key === '') throw unauthorized('X-API-Key header is required');
     if (typeof key !== 'string') throw unauthorized('X-API-Key header must be given once');

@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, statusName } from '../errors.ts';
 
 /** Every error on every route leaves in the one format (CONTRACT §3); a 500 never shows its cause. */
@@ -9,7 +11,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status < 500) {
-      return reply.status(status).send({ statusCode: status, error: statusName(status), message: err.message });
+      return reply.status(status).send({ statusCode: status, error: statusName(status), message: clientMessage(err, request.headers['content-type']) });
     }
     request.log.error({ err, reqId: request.id }, 'request failed');
     return reply.status(500).send({
@@ -23,4 +25,28 @@ export function installErrorHandling(app: FastifyInstance): void {
     const path = request.url.split('?')[0];
     reply.status(404).send({ statusCode: 404, error: statusName(404), message: `Route ${request.method} ${path} not found` });
   });
+}
+
+/** Fastify's own 4xx messages, made to name what is at fault where they do not. */
+function clientMessage(err: FastifyError, contentType: string | undefined): string {
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return contentType
+      ? `Content-Type ${contentType} is not supported: the body must be JSON (Content-Type: application/json)`
+      : 'The request has a body but no Content-Type: the body must be JSON (Content-Type: application/json)';
+  }
+  return err.message;
+}
+
+/** Errors Fastify answers before routing (a malformed URL): the same format, with a request id. */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+  const message = err.code === 'FST_ERR_BAD_URL' ? `The URL ${request.url} is not valid: check its percent-encoding` : err.message;
+  reply.header('x-request-id', request.id).status(status).send({ statusCode: status, error: statusName(status), message });
+}
+
+/** A path parameter longer than the router takes: answered on the raw response, in the same format. */
+export function onMaxParamLength(path: string, _req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify({ statusCode: 414, error: statusName(414), message: `A path segment of ${path.slice(0, 100)}… is too long` });
+  res.writeHead(414, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID(), 'content-length': Buffer.byteLength(body) });
+  res.end(body);
 }

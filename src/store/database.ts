@@ -57,6 +57,8 @@ function openSqlite(file: string): Database {
   raw.pragma('busy_timeout = 5000');
   // LIKE is case-sensitive on PostgreSQL; make SQLite agree.
   raw.pragma('case_sensitive_like = ON');
+  // SQLite's lower() folds ASCII only; PostgreSQL's folds every letter. Make iLike agree.
+  raw.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   // Planner statistics: without them SQLite can pick a poor index for a sorted filter.
   raw.pragma('optimize = 0x10002');
   const optimizer = setInterval(() => raw.pragma('optimize'), 60 * 60 * 1000);

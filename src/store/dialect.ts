@@ -27,6 +27,8 @@ export interface Dialect {
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
   listContains(column: string, value: string | number | boolean): RawBuilder<SqlBool>;
+  /** `now`, or 1 ms past the column's value when the clock has not moved beyond it: a timestamp that always moves. */
+  nextTimestamp(column: string, now: unknown): RawBuilder<unknown>;
 }
 
 function errCode(err: unknown): string | undefined {
@@ -76,6 +78,8 @@ export const sqliteDialect: Dialect = {
     if (typeof value === 'number') return sql<SqlBool>`exists (${element} where e.type in ('integer', 'real') and e.value = ${value})`;
     return sql<SqlBool>`exists (${element} where e.type = 'text' and e.value = ${value})`;
   },
+  nextTimestamp: (column, now) =>
+    sql`case when ${sql.ref(column)} < ${now} then ${now} else strftime('%Y-%m-%dT%H:%M:%fZ', ${sql.ref(column)}, '+0.001 seconds') end`,
 };
 
 export const postgresDialect: Dialect = {
@@ -91,4 +95,6 @@ export const postgresDialect: Dialect = {
   canAlterNullability: true,
   nullsFirstByDefault: (direction) => direction === 'desc',
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
+  nextTimestamp: (column, now) =>
+    sql`case when ${sql.ref(column)} < ${now}::timestamptz then ${now}::timestamptz else ${sql.ref(column)} + interval '1 millisecond' end`,
 };

@@ -35,6 +35,12 @@ function rejectRepeats(ids: (string | undefined)[], key: string): void {
   });
 }
 
+/** PostgreSQL gave up on the transaction because of other writers (deadlock, serialization failure): run it again. */
+const RETRY_CODES = new Set(['40P01', '40001']);
+const MAX_ATTEMPTS = 5;
+const isRetryable = (err: unknown) =>
+  typeof err === 'object' && err !== null && 'code' in err && RETRY_CODES.has(String((err as { code: unknown }).code));
+
 /** An error of one item or operation, named by its place in the request. */
 function at(err: unknown, where: string, index: number, extra = false): unknown {
   if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
@@ -48,8 +54,18 @@ export class RowWriter {
     private readonly rows: RowStore,
   ) {}
 
-  private transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
-    return this.database.db.transaction().execute(work);
+  /**
+   * Runs `work` in one transaction. Concurrent requests may take row locks in opposite orders (a
+   * batch runs in the client's order); PostgreSQL then aborts one of them, which is run again.
+   */
+  private async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.database.db.transaction().execute(work);
+      } catch (err) {
+        if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
+      }
+    }
   }
 
   /** POST /rows-bulk: creates, or with upsert updates the rows whose id exists. */
@@ -70,17 +86,21 @@ export class RowWriter {
 
     return this.transaction(async (tx) => {
       const given = inputs.map((x) => x.id).filter((id): id is string => id !== undefined);
-      const existing = given.length > 0 ? await this.rows.existing(tx, table, given) : new Set<string>();
+      const existing = given.length > 0 ? await this.present(tx, table, given) : new Set<string>();
       const inserts: { index: number; input: RowCreate }[] = [];
       const result: RowRecord[] = new Array(inputs.length);
+      let updated = false;
       for (const [i, input] of inputs.entries()) {
-        if (input.id === undefined || !existing.has(input.id)) {
-          if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
-          inserts.push({ index: i, input });
-        } else if (!input.upsert) {
-          throw conflict(`data[${i}]: a row with id ${input.id} already exists; set options.upsert to update it`);
+        const exists = input.id !== undefined && existing.has(input.id);
+        if (exists && !input.upsert) throw conflict(`data[${i}]: a row with id ${input.id} already exists; set options.upsert to update it`);
+        if (!exists && input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
+        if (input.upsert && input.id !== undefined) {
+          // As a single create with upsert: another writer may insert or delete the row meanwhile.
+          const done = await this.rows.create(tx, table, input, ctx, `data[${i}].values`);
+          result[i] = done.row;
+          updated ||= !done.created;
         } else {
-          result[i] = (await this.rows.update(tx, table, input.id, input.values, ctx)) as RowRecord;
+          inserts.push({ index: i, input });
         }
       }
       const created = await this.rows.insertMany(
@@ -92,7 +112,7 @@ export class RowWriter {
       inserts.forEach(({ index }, k) => {
         result[index] = created[k];
       });
-      return { status: inserts.length === inputs.length ? 201 : 200, data: result };
+      return { status: updated ? 200 : 201, data: result };
     });
   }
 
@@ -107,7 +127,11 @@ export class RowWriter {
     return this.transaction(async (tx) => {
       await this.requireAll(tx, table, ids, 'data');
       const out: RowRecord[] = [];
-      for (const [i, input] of inputs.entries()) out.push((await this.rows.update(tx, table, ids[i], input.values, ctx)) as RowRecord);
+      for (const [i, input] of inputs.entries()) {
+        const row = await this.rows.update(tx, table, ids[i], input.values, ctx);
+        if (!row) throw notFound(`data[${i}]: row ${ids[i]} not found`);
+        out.push(row);
+      }
       return out;
     });
   }
@@ -126,9 +150,26 @@ export class RowWriter {
   }
 
   private async requireAll(tx: Db, table: TableDef, ids: string[], key: string): Promise<void> {
-    const found = await this.rows.existing(tx, table, ids);
+    const found = await this.present(tx, table, ids);
     const missing = ids.findIndex((id) => !found.has(id));
     if (missing >= 0) throw notFound(`${key}[${missing}]: row ${ids[missing]} not found`);
+  }
+
+  /**
+   * The ids among `ids` that exist. On PostgreSQL (SQLite runs one transaction at a time) they are
+   * also locked until the transaction ends, in id order: a concurrent delete cannot take a row away
+   * between this check and the write (a row it has just removed is reported missing), and writers
+   * that lock this way never wait for each other in a cycle.
+   */
+  private async present(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
+    if (this.database.dialect.name !== 'postgres') return this.rows.existing(tx, table, ids);
+    const sorted = [...new Set(ids)].sort();
+    const found = new Set<string>();
+    for (let i = 0; i < sorted.length; i += 500) {
+      const rows = await tx.selectFrom(table.physical).select('id').where('id', 'in', sorted.slice(i, i + 500)).orderBy('id').forUpdate().execute();
+      for (const r of rows) found.add(r.id as string);
+    }
+    return found;
   }
 
   /** POST /api/rows-batch: operations in array order in one transaction; later ones see earlier ones. */
@@ -137,6 +178,7 @@ export class RowWriter {
     if (operations.length === 0) return [];
     return this.transaction(async (tx) => {
       const tables = new Map<string, TableDef>();
+      await this.lockTargets(tx, operations, tables);
       const out: { type: string; row: RowRecord | null }[] = [];
       for (const [i, op] of operations.entries()) {
         const where = `operations[${i}]`;
@@ -148,6 +190,32 @@ export class RowWriter {
       }
       return out;
     });
+  }
+
+  /**
+   * Locks up front every existing row the operations name by id, table by table and each in id
+   * order, so that batches touching the same rows in different orders queue instead of deadlocking.
+   * Operations that are malformed or name an unknown table are left for their turn to fail.
+   */
+  private async lockTargets(tx: Db, operations: unknown[], tables: Map<string, TableDef>): Promise<void> {
+    if (this.database.dialect.name !== 'postgres') return;
+    const byTable = new Map<string, { table: TableDef; ids: string[] }>();
+    for (const op of operations) {
+      if (!isObject(op) || typeof op.tableId !== 'string' || op.tableId === '' || typeof op.id !== 'string' || op.id === '') continue;
+      let table = tables.get(op.tableId);
+      if (!table) {
+        table = await this.catalog.find(tx, op.tableId);
+        if (!table) continue;
+        tables.set(op.tableId, table);
+      }
+      const entry = byTable.get(table.physical) ?? { table, ids: [] };
+      entry.ids.push(op.id);
+      byTable.set(table.physical, entry);
+    }
+    for (const name of [...byTable.keys()].sort()) {
+      const { table, ids } = byTable.get(name) as { table: TableDef; ids: string[] };
+      await this.present(tx, table, ids);
+    }
   }
 
   private async operation(tx: Db, op: unknown, where: string, tables: Map<string, TableDef>, ctx: WriteContext) {

@@ -6,7 +6,9 @@ import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
+import type { Compilable } from 'kysely';
 import type { Db } from './database.ts';
+import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
@@ -26,15 +28,11 @@ export type RawRow = Record<string, unknown>;
 
 const SYSTEM = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by'];
 
-/** `now`, or 1 ms past `previous` when the clock has not moved beyond it: updatedAt moves on every change (CONTRACT §5). */
-function laterThan(now: string, previous: string): string {
-  const prev = Date.parse(previous);
-  return Number.isNaN(prev) || Date.parse(now) > prev ? now : new Date(prev + 1).toISOString();
-}
-
 interface TableCodec {
   columns: string[];
   fields: { code: string; column: string; type: FieldType }[];
+  /** Compiled statements of this table version, by purpose. */
+  templates: Map<string, QueryTemplate>;
 }
 
 /** Reads and writes the rows of user tables: one typed column per field. */
@@ -48,10 +46,36 @@ export class RowStore {
     let codec = this.codecs.get(table);
     if (!codec) {
       const fields = table.fields.map((f) => ({ code: f.code, column: fieldColumn(f.id), type: fieldType(f.type) }));
-      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields };
+      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields, templates: new Map() };
       this.codecs.set(table, codec);
     }
     return codec;
+  }
+
+  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
+    const { templates } = this.codec(table);
+    let t = templates.get(key);
+    if (!t) {
+      // Update templates are per set of columns written; keep the cache bounded.
+      if (templates.size > 200) templates.clear();
+      t = QueryTemplate.build((arg) => make(db, arg));
+      templates.set(key, t);
+    }
+    return t;
+  }
+
+  /** The full row (every column, fields left out null) as the insert statement binds it. */
+  private insertArgs(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
+    const raw: RawRow = { id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values) };
+    return this.columns(table).map((c) => raw[c] ?? null);
+  }
+
+  private insertTemplate(db: Db, table: TableDef, ifAbsent: boolean): QueryTemplate {
+    const columns = this.columns(table);
+    return this.template(db, table, ifAbsent ? 'insert-if-absent' : 'insert', (d, arg) => {
+      const q = d.insertInto(table.physical).values(Object.fromEntries(columns.map((c, i) => [c, arg(i)])));
+      return (ifAbsent ? q.onConflict((oc) => oc.column('id').doNothing()) : q).returning(columns);
+    });
   }
 
   /** The physical columns a record is made from. */
@@ -82,19 +106,16 @@ export class RowStore {
   }
 
   async get(db: Db, table: TableDef, id: string): Promise<RowRecord | undefined> {
-    const raw = await db.selectFrom(table.physical).select(this.columns(table)).where('id', '=', id).executeTakeFirst();
+    const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)));
+    const [raw] = (await t.run(db, [id])).rows;
     return raw && this.toRecord(table, raw);
   }
 
   /** Inserts a new row; an id that exists is a 409. */
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord> {
     try {
-      const raw = await db
-        .insertInto(table.physical)
-        .values({ id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values) })
-        .returning(this.columns(table))
-        .executeTakeFirstOrThrow();
-      return this.toRecord(table, raw);
+      const { rows } = await this.insertTemplate(db, table, false).run(db, this.insertArgs(table, id, values, ctx));
+      return this.toRecord(table, rows[0]);
     } catch (err) {
       if (this.dialect.isUniqueViolation(err)) throw conflict(`a row with id ${id} already exists; set options.upsert to update it`);
       throw err;
@@ -103,26 +124,27 @@ export class RowStore {
 
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
-    const raw = await db
-      .insertInto(table.physical)
-      .values({ id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values) })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .returning(this.columns(table))
-      .executeTakeFirst();
-    return raw && this.toRecord(table, raw);
+    const { rows } = await this.insertTemplate(db, table, true).run(db, this.insertArgs(table, id, values, ctx));
+    return rows[0] && this.toRecord(table, rows[0]);
   }
 
-  /** Partial update; undefined when there is no such row. */
+  /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
   async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
-    const prev = await db.selectFrom(table.physical).select('updated_at').where('id', '=', id).executeTakeFirst();
-    if (!prev) return undefined;
-    const raw = await db
-      .updateTable(table.physical)
-      .set({ updated_at: laterThan(ctx.now, prev.updated_at as string), updated_by: ctx.memberId, ...this.encode(values) })
-      .where('id', '=', id)
-      .returning(this.columns(table))
-      .executeTakeFirst();
-    return raw && this.toRecord(table, raw);
+    const changes = Object.entries(this.encode(values));
+    const key = `update:${changes.map(([c]) => c).join(',')}`;
+    const t = this.template(db, table, key, (d, arg) =>
+      d
+        .updateTable(table.physical)
+        .set({
+          updated_at: this.dialect.nextTimestamp('updated_at', arg(0)),
+          updated_by: arg(1),
+          ...Object.fromEntries(changes.map(([c], i) => [c, arg(3 + i)])),
+        })
+        .where('id', '=', arg(2))
+        .returning(this.columns(table)),
+    );
+    const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
+    return rows[0] && this.toRecord(table, rows[0]);
   }
 
   /**
@@ -179,8 +201,8 @@ export class RowStore {
   }
 
   async delete(db: Db, table: TableDef, id: string): Promise<boolean> {
-    const result = await db.deleteFrom(table.physical).where('id', '=', id).executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+    const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
+    return Number((await t.run(db, [id])).numAffectedRows ?? 0) > 0;
   }
 
   /** One page of rows in key order, after the cursor's values when given. Raw, so the caller can make the next cursor. */

@@ -18,7 +18,7 @@ import { type AttrSpec, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteCo
 export const MAX_MANY = 1000;
 
 const OPERATORS = {
-  eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', notLike: 'not like', in: 'in', notIn: 'not in',
+  eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', in: 'in', notIn: 'not in',
 } as const;
 
 type Mode = 'create' | 'update';
@@ -59,7 +59,8 @@ export class ResourceStore {
       const filter = q.filter;
       query = query.where((eb) => this.compileFilter(eb, filter));
     }
-    for (const s of q.sorting) query = query.orderBy(s.attr, s.direction);
+    // Null sorts after every value, as PostgreSQL does by default and SQLite does not: the same order on both.
+    for (const s of q.sorting) query = query.orderBy(s.attr, (ob) => (s.direction === 'asc' ? ob.asc().nullsLast() : ob.desc().nullsFirst()));
     if (!q.sorting.some((s) => s.attr === 'id')) query = query.orderBy('id', 'asc');
     // One row more than asked tells whether another page follows.
     const rows = await query.limit(q.limit + 1).offset(q.offset).execute();
@@ -72,7 +73,8 @@ export class ResourceStore {
   /** The id a URL reference names: the reference itself, or what the resource resolves it to. */
   async resolveId(ref: string): Promise<string> {
     const resolve = this.spec.hooks?.resolveId;
-    const id = resolve ? await resolve(this.database.db, ref) : ref;
+    // No id or code holds a NUL, and PostgreSQL would fail on one rather than find nothing.
+    const id = ref.includes('\u0000') ? undefined : resolve ? await resolve(this.database.db, ref) : ref;
     if (id === undefined) throw notFound(`${this.spec.label} ${ref} not found`);
     return id;
   }
@@ -86,6 +88,7 @@ export class ResourceStore {
   }
 
   private async find(db: Db, id: string): Promise<Item | undefined> {
+    if (id.includes('\u0000')) return undefined; // never stored; PostgreSQL would fail on it
     const row = await db.selectFrom(this.spec.table).select(this.columns).where('id', '=', id).executeTakeFirst();
     return row && this.decode(row);
   }
@@ -117,8 +120,13 @@ export class ResourceStore {
         const positive = f.value === null ? eb(ref, 'is', null) : eb(ref, '=', value(f.value));
         return f.op === 'is' ? positive : f.value === null ? eb(ref, 'is not', null) : eb.or([eb.not(positive), eb(ref, 'is', null)]);
       }
-      case 'iLike':
-        return eb(eb.fn('lower', [ref]), 'like', eb.fn('lower', [eb.val(f.value)]));
+      case 'like':
+      case 'notLike':
+      case 'iLike': {
+        // A backslash escapes %, _ and itself: PostgreSQL's default, which SQLite has only when told.
+        const [left, right] = f.op === 'iLike' ? [eb.fn('lower', [ref]), eb.fn('lower', [eb.val(f.value)])] : [ref, eb.val(f.value)];
+        return sql<SqlBool>`${left} ${sql.raw(f.op === 'notLike' ? 'not like' : 'like')} ${right} escape '\\'`;
+      }
       case 'in':
       case 'notIn':
         return eb(ref, OPERATORS[f.op], (f.value as unknown[]).map(value));
@@ -140,6 +148,10 @@ export class ResourceStore {
         return;
       }
       const item = input as Item;
+      for (const [name, v] of Object.entries(item)) {
+        const at = nulPath(v, name);
+        if (at !== null) details.push({ path: join(prefix, at), message: 'must not contain the NUL character (\\u0000)' });
+      }
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
         if (attr.type === 'timestamp' && typeof item[name] === 'string' && normaliseDateTime(item[name] as string) === null) {
           details.push({ path: join(prefix, name), message: 'must be an ISO 8601 date-time with an offset' });
@@ -248,6 +260,27 @@ export class ResourceStore {
 }
 
 const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
+
+/**
+ * Where a value holds a NUL character (in a string or an object key), or null. PostgreSQL cannot
+ * store one in text or jsonb (a 500 there) while SQLite can: refusing it keeps both databases alike.
+ */
+function nulPath(v: unknown, path: string): string | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? path : null;
+  if (Array.isArray(v)) {
+    for (const [i, e] of v.entries()) {
+      const at = nulPath(e, `${path}[${i}]`);
+      if (at !== null) return at;
+    }
+  } else if (typeof v === 'object' && v !== null) {
+    for (const [k, e] of Object.entries(v)) {
+      if (k.includes('\u0000')) return path;
+      const at = nulPath(e, `${path}.${k}`);
+      if (at !== null) return at;
+    }
+  }
+  return null;
+}
 
 /** JSON Schema of a create or update body, from the attribute specs. */
 function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {

@@ -1,0 +1,29 @@
+import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
+import type { Db } from './database.ts';
+
+const MARK = '\u0000slot:';
+
+/**
+ * A query built and compiled once, then run with new arguments: the row routes' hot statements
+ * skip the query builder. Built with markers for its arguments, so each SQL parameter is mapped
+ * to the argument it stands for, in whatever order the dialect's compiler emits them.
+ */
+export class QueryTemplate {
+  private constructor(
+    private readonly compiled: CompiledQuery,
+    private readonly slots: number[],
+  ) {}
+
+  static build(make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
+    const compiled = make((i) => `${MARK}${i}`).compile();
+    const slots = compiled.parameters.map((p) => {
+      if (typeof p !== 'string' || !p.startsWith(MARK)) throw new Error('a query template may bind only its arguments');
+      return Number(p.slice(MARK.length));
+    });
+    return new QueryTemplate(compiled, slots);
+  }
+
+  run<R = Record<string, unknown>>(db: Db, args: readonly unknown[]): Promise<QueryResult<R>> {
+    return db.executeQuery<R>({ ...this.compiled, parameters: this.slots.map((i) => args[i]) } as CompiledQuery<R>);
+  }
+}
