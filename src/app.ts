@@ -47,8 +47,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Only JSON bodies: anything else is a 415, not a string handed to the routes.
   app.removeContentTypeParser(['text/plain']);
-  app.addHook('onSend', async (request, reply) => {
+  // Set on arrival, so every answer carries it, errors included; a callback hook costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   installErrorHandling(app);

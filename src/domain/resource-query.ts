@@ -1,4 +1,5 @@
 import { normaliseDateTime } from './dates.ts';
+import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 import { type ErrorDetail, invalid } from '../errors.ts';
 
 /**
@@ -117,9 +118,8 @@ function comparisonValue(type: AttrType, op: ResourceOp, value: unknown, path: s
     details.push({ path, message: 'must be a string' });
     return undefined;
   }
-  if (value.includes('\u0000')) {
-    // PostgreSQL cannot take it in a text parameter; SQLite could, but both answer alike.
-    details.push({ path, message: 'must not contain the NUL character (\\u0000)' });
+  if (unstorableTextAt(value, path) !== null) {
+    details.push({ path, message: UNSTORABLE_TEXT });
     return undefined;
   }
   if ((op === 'like' || op === 'notLike' || op === 'iLike') && /(?:^|[^\\])(?:\\\\)*\\$/.test(value)) {

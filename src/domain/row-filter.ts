@@ -2,7 +2,7 @@ import { type ErrorDetail, invalid } from '../errors.ts';
 import type { FilterOp } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
-import { NUL_MESSAGE, containsNul } from './row-values.ts';
+import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 
 /**
  * The row filter of CONTRACT §6, parsed against a table: `values` (field code → condition),
@@ -102,7 +102,7 @@ class Parser {
       return this.problem(path, `operator not allowed on ${target.key} (a ${type.name} column); use ${ops}`);
     }
     if (value === null) return this.problem(path, `cannot be null; use {"_isNull": true}`);
-    if (containsNul(value)) return this.problem(path, NUL_MESSAGE);
+    if (unstorableTextAt(value, path) !== null) return this.problem(path, UNSTORABLE_TEXT);
     if (type.column === 'json') {
       // `_contains` on a list: one element equals the value.
       if (typeof value !== 'string' && typeof value !== 'boolean' && !(typeof value === 'number' && Number.isFinite(value))) {

@@ -2,6 +2,7 @@ import { type ErrorDetail, invalid } from '../errors.ts';
 import type { FieldDef } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import type { FieldLookup } from './row-columns.ts';
+import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 
 /** Written row values, checked against their fields (CONTRACT §5). */
 
@@ -22,17 +23,6 @@ export interface RowCreate extends RowValues {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** PostgreSQL text and jsonb cannot hold U+0000, so no value may on either database. */
-export const NUL_MESSAGE = 'must not contain the character U+0000';
-
-/** Whether a string anywhere in a JSON value (keys included) holds U+0000. */
-export function containsNul(v: unknown): boolean {
-  if (typeof v === 'string') return v.includes('\u0000');
-  if (Array.isArray(v)) return v.some(containsNul);
-  if (isObject(v)) return Object.entries(v).some(([k, x]) => k.includes('\u0000') || containsNul(x));
-  return false;
-}
-
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
 export function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
@@ -50,8 +40,9 @@ export function checkValues(raw: unknown, table: FieldLookup, prefix: string, de
       continue;
     }
     given.add(code);
-    if (containsNul(value)) {
-      details.push({ path, message: NUL_MESSAGE });
+    const bad = unstorableTextAt(value, path);
+    if (bad !== null) {
+      details.push({ path: bad, message: UNSTORABLE_TEXT });
       continue;
     }
     if (value === null) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { apiKeyPrefix, hashApiKey } from '../domain/api-key.ts';
 import type { Db } from './database.ts';
+import { cachedTemplate } from './query-template.ts';
 
 export interface Principal {
   keyId: string;
@@ -12,11 +13,10 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** The principal of a valid key; null when it is unknown, revoked or expired. */
 export async function authenticate(db: Db, key: string): Promise<Principal | null> {
-  const row = await db
-    .selectFrom('rh_api_keys')
-    .select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt'])
-    .where('keyHash', '=', hashApiKey(key))
-    .executeTakeFirst();
+  const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
+    db.selectFrom('rh_api_keys').select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt']).where('keyHash', '=', arg(0)),
+  );
+  const [row] = (await lookup.run(db, [hashApiKey(key)])).rows;
   if (!row || row.revokedAt !== null) return null;
   const now = Date.now();
   if (row.expiresAt !== null && Date.parse(row.expiresAt as string) <= now) return null;

@@ -27,3 +27,20 @@ export class QueryTemplate {
     return db.executeQuery<R>({ ...this.compiled, parameters: this.slots.map((i) => args[i]) } as CompiledQuery<R>);
   }
 }
+
+const perDatabase = new WeakMap<Db, Map<string, QueryTemplate>>();
+
+/** The template named `key` for this database handle, built on first use. */
+export function cachedTemplate(db: Db, key: string, make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
+  let templates = perDatabase.get(db);
+  if (!templates) {
+    templates = new Map();
+    perDatabase.set(db, templates);
+  }
+  let t = templates.get(key);
+  if (!t) {
+    t = QueryTemplate.build(make);
+    templates.set(key, t);
+  }
+  return t;
+}

@@ -41,6 +41,18 @@ const MAX_ATTEMPTS = 5;
 const isRetryable = (err: unknown) =>
   typeof err === 'object' && err !== null && 'code' in err && RETRY_CODES.has(String((err as { code: unknown }).code));
 
+/** How many operations from `start` on are plain creates in the same table (no options), to insert together. */
+function createRun(ops: unknown[], start: number): number {
+  const first = ops[start];
+  if (!isObject(first) || first.type !== 'create' || typeof first.tableId !== 'string' || first.tableId === '') return 0;
+  let n = 0;
+  for (let i = start; i < ops.length; i++, n++) {
+    const op = ops[i];
+    if (!isObject(op) || op.type !== 'create' || op.tableId !== first.tableId || op.options !== undefined) break;
+  }
+  return n;
+}
+
 /** An error of one item or operation, named by its place in the request. */
 function at(err: unknown, where: string, index: number, extra = false): unknown {
   if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
@@ -180,13 +192,19 @@ export class RowWriter {
       const tables = new Map<string, TableDef>();
       await this.lockTargets(tx, operations, tables);
       const out: { type: string; row: RowRecord | null }[] = [];
-      for (const [i, op] of operations.entries()) {
-        const where = `operations[${i}]`;
-        try {
-          out.push(await this.operation(tx, op, where, tables, ctx));
-        } catch (err) {
-          throw at(err, where, i, true);
+      for (let i = 0; i < operations.length; ) {
+        const run = createRun(operations, i);
+        if (run > 1) {
+          for (const row of await this.createMany(tx, operations, i, run, tables, ctx)) out.push({ type: 'create', row });
+          i += run;
+          continue;
         }
+        try {
+          out.push(await this.operation(tx, operations[i], `operations[${i}]`, tables, ctx));
+        } catch (err) {
+          throw at(err, `operations[${i}]`, i, true);
+        }
+        i++;
       }
       return out;
     });
@@ -218,17 +236,59 @@ export class RowWriter {
     }
   }
 
-  private async operation(tx: Db, op: unknown, where: string, tables: Map<string, TableDef>, ctx: WriteContext) {
-    if (!isObject(op)) throw badRequest('must be an object {type, tableId, …}');
-    const { type, tableId, ...rest } = op;
-    if (type !== 'create' && type !== 'update' && type !== 'delete') throw badRequest('type must be create, update or delete');
-    if (typeof tableId !== 'string' || tableId === '') throw badRequest('tableId is required: a table id or code');
+  /**
+   * A run of plain creates in one table, as one multi-row insert. The outcome is the same as one
+   * at a time: the first operation that would fail (invalid, or an id that exists or repeats) fails
+   * the batch with its own index.
+   */
+  private async createMany(tx: Db, ops: unknown[], start: number, count: number, tables: Map<string, TableDef>, ctx: WriteContext): Promise<RowRecord[]> {
+    const tableId = (ops[start] as { tableId: string }).tableId;
+    const failAt = (k: number, err: unknown) => at(err, `operations[${start + k}]`, start + k, true);
+    let table: TableDef;
+    try {
+      table = await this.tableFor(tx, tableId, tables);
+    } catch (err) {
+      throw failAt(0, err);
+    }
+    const inputs: RowCreate[] = [];
+    let invalidAt: { k: number; err: unknown } | null = null;
+    for (let k = 0; k < count && !invalidAt; k++) {
+      const details: ErrorDetail[] = [];
+      const { type: _type, tableId: _table, ...rest } = ops[start + k] as Record<string, unknown>;
+      inputs.push(checkRowCreate(rest, table, `operations[${start + k}]`, details));
+      if (details.length > 0) invalidAt = { k, err: invalid(details, 'Invalid operation') };
+    }
+    const valid = invalidAt ? inputs.slice(0, invalidAt.k) : inputs;
+    const given = valid.map((x) => x.id).filter((id): id is string => id !== undefined);
+    const existing = given.length > 0 ? await this.rows.existing(tx, table, given) : new Set<string>();
+    const seen = new Set<string>();
+    for (const [k, input] of valid.entries()) {
+      if (input.id === undefined) continue;
+      if (existing.has(input.id) || seen.has(input.id)) {
+        throw failAt(k, conflict(`a row with id ${input.id} already exists; set options.upsert to update it`));
+      }
+      seen.add(input.id);
+    }
+    if (invalidAt) throw failAt(invalidAt.k, invalidAt.err);
+    return this.rows.insertMany(tx, table, inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values })), ctx);
+  }
+
+  private async tableFor(tx: Db, tableId: string, tables: Map<string, TableDef>): Promise<TableDef> {
     let table = tables.get(tableId);
     if (!table) {
       table = await this.catalog.find(tx, tableId);
       if (!table) throw notFound(`table ${tableId} not found`);
       tables.set(tableId, table);
     }
+    return table;
+  }
+
+  private async operation(tx: Db, op: unknown, where: string, tables: Map<string, TableDef>, ctx: WriteContext) {
+    if (!isObject(op)) throw badRequest('must be an object {type, tableId, …}');
+    const { type, tableId, ...rest } = op;
+    if (type !== 'create' && type !== 'update' && type !== 'delete') throw badRequest('type must be create, update or delete');
+    if (typeof tableId !== 'string' || tableId === '') throw badRequest('tableId is required: a table id or code');
+    const table = await this.tableFor(tx, tableId, tables);
     const details: ErrorDetail[] = [];
     if (type === 'create') {
       const input = checkRowCreate(rest, table, where, details);

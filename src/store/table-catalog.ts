@@ -1,6 +1,7 @@
 import type { FieldDef, FieldTypeName } from '../domain/field-types/field-type.ts';
 import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
+import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
 
 /** A user table's definition, as the rows routes plan against it. */
@@ -55,11 +56,11 @@ export class TableCatalog {
 
   /** The table named by id or code, or undefined. */
   async find(db: Db, idOrCode: string): Promise<TableDef | undefined> {
-    const row = await db
-      .selectFrom('rh_tables')
-      .select(['id', 'code', 'name', 'version'])
-      .where(isUuid(idOrCode) ? 'id' : 'code', '=', isUuid(idOrCode) ? idOrCode.toLowerCase() : idOrCode)
-      .executeTakeFirst();
+    const byId = isUuid(idOrCode);
+    const lookup = cachedTemplate(db, byId ? 'table-by-id' : 'table-by-code', (arg) =>
+      db.selectFrom('rh_tables').select(['id', 'code', 'name', 'version']).where(byId ? 'id' : 'code', '=', arg(0)),
+    );
+    const [row] = (await lookup.run(db, [byId ? idOrCode.toLowerCase() : idOrCode])).rows;
     if (!row) return undefined;
     const version = Number(row.version);
     const cached = this.cache.get(row.id as string);

@@ -447,17 +447,20 @@ eachDatabase('rows: single-row routes', (kind) => {
     }
   });
 
-  it('rejects U+0000 anywhere in a value with 400 (PostgreSQL text and jsonb cannot hold it), on both databases', async () => {
-    const cases: [string, unknown][] = [
-      ['title', 'a\u0000b'],
-      ['meta', { k: 'x\u0000' }],
-      ['meta', { 'k\u0000': 1 }],
-      ['tags', ['ok', ['\u0000']]],
-      ['attachment', { id: 'f1', name: 'a\u0000.txt' }],
+  it('rejects U+0000 and lone surrogates anywhere in a value with 400 (databases would refuse or alter them), on both databases', async () => {
+    // The detail names the field, and where inside a structured value the bad text is.
+    const cases: [string, unknown, string][] = [
+      ['title', 'a\u0000b', 'values.title'],
+      ['title', 'a\ud800b', 'values.title'],
+      ['meta', { k: 'x\u0000' }, 'values.meta.k'],
+      ['meta', { k: '\udfff' }, 'values.meta.k'],
+      ['meta', { 'k\u0000': 1 }, 'values.meta'],
+      ['tags', ['ok', ['\u0000']], 'values.tags[1][0]'],
+      ['attachment', { id: 'f1', name: 'a\u0000.txt' }, 'values.attachment.name'],
     ];
-    for (const [code, value] of cases) {
+    for (const [code, value, path] of cases) {
       const body = expectError(await create({ values: { title: 'nul', [code]: value } }), 400);
-      assert.deepEqual(detailPaths(body), [`values.${code}`], JSON.stringify(value));
+      assert.deepEqual(detailPaths(body), [path], JSON.stringify(value));
     }
     const row = await created({ values: { title: 'clean' } });
     expectError(await t.patch(`${rowsUrl()}/${row.id}`, { values: { title: '\u0000' } }), 400);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
+import { UNSTORABLE_TEXT, unstorableTextAt } from '../../domain/storable-text.ts';
 import {
   type AttrType,
   type QueryableAttrs,
@@ -149,8 +150,8 @@ export class ResourceStore {
       }
       const item = input as Item;
       for (const [name, v] of Object.entries(item)) {
-        const at = nulPath(v, name);
-        if (at !== null) details.push({ path: join(prefix, at), message: 'must not contain the NUL character (\\u0000)' });
+        const at = unstorableTextAt(v, name);
+        if (at !== null) details.push({ path: join(prefix, at), message: UNSTORABLE_TEXT });
       }
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
         if (attr.type === 'timestamp' && typeof item[name] === 'string' && normaliseDateTime(item[name] as string) === null) {
@@ -260,27 +261,6 @@ export class ResourceStore {
 }
 
 const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
-
-/**
- * Where a value holds a NUL character (in a string or an object key), or null. PostgreSQL cannot
- * store one in text or jsonb (a 500 there) while SQLite can: refusing it keeps both databases alike.
- */
-function nulPath(v: unknown, path: string): string | null {
-  if (typeof v === 'string') return v.includes('\u0000') ? path : null;
-  if (Array.isArray(v)) {
-    for (const [i, e] of v.entries()) {
-      const at = nulPath(e, `${path}[${i}]`);
-      if (at !== null) return at;
-    }
-  } else if (typeof v === 'object' && v !== null) {
-    for (const [k, e] of Object.entries(v)) {
-      if (k.includes('\u0000')) return path;
-      const at = nulPath(e, `${path}.${k}`);
-      if (at !== null) return at;
-    }
-  }
-  return null;
-}
 
 /** JSON Schema of a create or update body, from the attribute specs. */
 function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {
