@@ -1,13 +1,12 @@
 import { type ErrorDetail, invalid } from '../errors.ts';
 import type { FieldDef } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
+import { ROW_ID } from './codes.ts';
 import type { FieldLookup } from './row-columns.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 
 /** Written row values, checked against their fields (CONTRACT §5). */
 
-/** A client id: 1–128 of [A-Za-z0-9_.:@-], starting with a letter or digit. */
-export const ROW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 
 export interface RowValues {
   /** The fields written, with normalised values (null empties). */

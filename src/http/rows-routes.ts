@@ -1,13 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
 import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
-import { ROW_ID, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
+import { checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { Database } from '../store/database.ts';
-import { TABLE_CODE } from '../store/resources/tables.ts';
 import type { RowStore } from '../store/rows.ts';
-import { type TableCatalog, type TableDef, isUuid } from '../store/table-catalog.ts';
+import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
 
 export interface RowsDeps {
@@ -23,12 +22,9 @@ type RowParams = { Params: { table: string; rowId: string } };
 
 export const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
 
-const TABLE_REF = new RegExp(TABLE_CODE);
-
 /** The table a rows route names by id or code, or a 404. */
 export async function tableOr404(deps: RowsDeps, ref: string): Promise<TableDef> {
-  // What can be neither an id nor a code names no table; PostgreSQL must not see it (U+0000 fails there).
-  const table = isUuid(ref) || TABLE_REF.test(ref) ? await deps.catalog.find(deps.database.db, ref) : undefined;
+  const table = await deps.catalog.find(deps.database.db, ref);
   if (!table) throw notFound(`table ${ref} not found`);
   return table;
 }
@@ -63,7 +59,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.get<RowParams>(`${base}/:rowId`, async (request) => {
     const table = await tableOr404(deps, request.params.table);
-    const row = ROW_ID.test(request.params.rowId) ? await rows.get(database.db, table, request.params.rowId) : undefined;
+    const row = await rows.get(database.db, table, request.params.rowId);
     if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return row;
   });
@@ -86,16 +82,14 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const details: ErrorDetail[] = [];
     const input = checkRowPatch(request.body, table, '', details, false);
     throwIfInvalid(details, 'Invalid row');
-    const row = ROW_ID.test(request.params.rowId)
-      ? await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request))
-      : undefined;
+    const row = await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request));
     if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return row;
   });
 
   app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    if (!ROW_ID.test(request.params.rowId) || !(await rows.delete(database.db, table, request.params.rowId))) {
+    if (!(await rows.delete(database.db, table, request.params.rowId))) {
       throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     }
     return reply.status(204).send();

@@ -27,6 +27,8 @@ export interface Dialect {
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
   listContains(column: string, value: string | number | boolean): RawBuilder<SqlBool>;
+  /** Lower case of every letter, not only ASCII (for case-insensitive matching). */
+  lower(expr: RawBuilder<unknown> | ReturnType<typeof sql.ref>): RawBuilder<string>;
   /** `now`, or 1 ms past the column's value when the clock has not moved beyond it: a timestamp that always moves. */
   nextTimestamp(column: string, now: unknown): RawBuilder<unknown>;
 }
@@ -78,6 +80,8 @@ export const sqliteDialect: Dialect = {
     if (typeof value === 'number') return sql<SqlBool>`exists (${element} where e.type in ('integer', 'real') and e.value = ${value})`;
     return sql<SqlBool>`exists (${element} where e.type = 'text' and e.value = ${value})`;
   },
+  // The connection replaces SQLite's ASCII-only lower() with a Unicode one (database.ts).
+  lower: (expr) => sql<string>`lower(${expr})`,
   nextTimestamp: (column, now) =>
     sql`case when ${sql.ref(column)} < ${now} then ${now} else strftime('%Y-%m-%dT%H:%M:%fZ', ${sql.ref(column)}, '+0.001 seconds') end`,
 };
@@ -95,6 +99,8 @@ export const postgresDialect: Dialect = {
   canAlterNullability: true,
   nullsFirstByDefault: (direction) => direction === 'desc',
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
+  // Text columns are COLLATE "C", whose lower() folds ASCII only; the database's own collation folds every letter.
+  lower: (expr) => sql<string>`lower(${expr} collate "default")`,
   nextTimestamp: (column, now) =>
     sql`case when ${sql.ref(column)} < ${now}::timestamptz then ${now}::timestamptz else ${sql.ref(column)} + interval '1 millisecond' end`,
 };

@@ -15,18 +15,19 @@ interface Migration {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type TableBuilder = CreateTableBuilder<any, any>;
 
+// Text in byte order on both databases (COLLATE "C" on PostgreSQL): sorts and comparisons agree.
+const type = (dialect: Dialect, kind: ColumnKind) => sql.raw(dialect.columnType(kind));
+
 /** id plus the audit columns every metadata item carries. */
 function withItemColumns(t: TableBuilder, dialect: Dialect): TableBuilder {
   const ts = sql.raw(dialect.columnType('timestamp'));
   return t
-    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('id', type(dialect, 'text'), (c) => c.primaryKey())
     .addColumn('createdAt', ts, (c) => c.notNull())
     .addColumn('updatedAt', ts, (c) => c.notNull())
-    .addColumn('createdBy', 'text')
-    .addColumn('updatedBy', 'text');
+    .addColumn('createdBy', type(dialect, 'text'))
+    .addColumn('updatedBy', type(dialect, 'text'));
 }
-
-const type = (dialect: Dialect, kind: ColumnKind) => sql.raw(dialect.columnType(kind));
 
 const migrations: Migration[] = [
   {
@@ -35,20 +36,20 @@ const migrations: Migration[] = [
     async up(db, dialect) {
       await db.schema
         .createTable('rh_settings')
-        .addColumn('key', 'text', (c) => c.primaryKey())
-        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('key', type(dialect, 'text'), (c) => c.primaryKey())
+        .addColumn('value', type(dialect, 'text'), (c) => c.notNull())
         .execute();
 
       await withItemColumns(db.schema.createTable('rh_members'), dialect)
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('email', 'text', (c) => c.unique())
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('email', type(dialect, 'text'), (c) => c.unique())
         .execute();
 
       await withItemColumns(db.schema.createTable('rh_api_keys'), dialect)
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('memberId', 'text', (c) => c.notNull().references('rh_members.id'))
-        .addColumn('prefix', 'text', (c) => c.notNull())
-        .addColumn('keyHash', 'text', (c) => c.notNull().unique())
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('memberId', type(dialect, 'text'), (c) => c.notNull().references('rh_members.id'))
+        .addColumn('prefix', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('keyHash', type(dialect, 'text'), (c) => c.notNull().unique())
         .addColumn('expiresAt', type(dialect, 'timestamp'))
         .addColumn('lastUsedAt', type(dialect, 'timestamp'))
         .addColumn('revokedAt', type(dialect, 'timestamp'))
@@ -56,32 +57,32 @@ const migrations: Migration[] = [
       await db.schema.createIndex('rh_api_keys_member').on('rh_api_keys').column('memberId').execute();
 
       await withItemColumns(db.schema.createTable('rh_environment_variables'), dialect)
-        .addColumn('name', 'text', (c) => c.notNull().unique())
-        .addColumn('value', 'text', (c) => c.notNull())
-        .addColumn('description', 'text')
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull().unique())
+        .addColumn('value', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('description', type(dialect, 'text'))
         .execute();
 
       await withItemColumns(db.schema.createTable('rh_flows'), dialect)
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('description', 'text')
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('description', type(dialect, 'text'))
         .addColumn('enabled', type(dialect, 'boolean'), (c) => c.notNull())
         .addColumn('definition', type(dialect, 'json'), (c) => c.notNull())
         .execute();
 
       await withItemColumns(db.schema.createTable('rh_tables'), dialect)
-        .addColumn('code', 'text', (c) => c.unique())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('description', 'text')
+        .addColumn('code', type(dialect, 'text'), (c) => c.unique())
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('description', type(dialect, 'text'))
         // Bumped on every change, so each instance can tell that its cached definition is stale.
         .addColumn('version', type(dialect, 'integer'), (c) => c.notNull())
         .execute();
 
       await withItemColumns(db.schema.createTable('rh_fields'), dialect)
-        .addColumn('tableId', 'text', (c) => c.notNull().references('rh_tables.id').onDelete('cascade'))
+        .addColumn('tableId', type(dialect, 'text'), (c) => c.notNull().references('rh_tables.id').onDelete('cascade'))
         .addColumn('position', type(dialect, 'integer'), (c) => c.notNull())
-        .addColumn('code', 'text', (c) => c.notNull())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('code', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('name', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('type', type(dialect, 'text'), (c) => c.notNull())
         .addColumn('required', type(dialect, 'boolean'), (c) => c.notNull())
         .addColumn('options', type(dialect, 'json'), (c) => c.notNull())
         .addUniqueConstraint('rh_fields_table_code', ['tableId', 'code'])

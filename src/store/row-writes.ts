@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
 import type { Database, Db } from './database.ts';
@@ -175,7 +176,7 @@ export class RowWriter {
    */
   private async present(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
     if (this.database.dialect.name !== 'postgres') return this.rows.existing(tx, table, ids);
-    const sorted = [...new Set(ids)].sort();
+    const sorted = [...new Set(ids.filter((id) => ROW_ID.test(id)))].sort();
     const found = new Set<string>();
     for (let i = 0; i < sorted.length; i += 500) {
       const rows = await tx.selectFrom(table.physical).select('id').where('id', 'in', sorted.slice(i, i + 500)).orderBy('id').forUpdate().execute();

@@ -4,6 +4,7 @@ import { fieldColumn } from '../domain/row-columns.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
+import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
 import type { Compilable } from 'kysely';
@@ -13,6 +14,9 @@ import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from './table-catalog.ts';
+
+// Every method taking ids treats one that no row can have (not a ROW_ID) as absent, without asking
+// the database: PostgreSQL fails on U+0000 rather than finding nothing.
 
 /** The row record of the seed spec: a single-row retrieval returns exactly this. */
 export interface RowRecord {
@@ -106,6 +110,7 @@ export class RowStore {
   }
 
   async get(db: Db, table: TableDef, id: string): Promise<RowRecord | undefined> {
+    if (!ROW_ID.test(id)) return undefined;
     const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)));
     const [raw] = (await t.run(db, [id])).rows;
     return raw && this.toRecord(table, raw);
@@ -130,6 +135,7 @@ export class RowStore {
 
   /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
   async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
+    if (!ROW_ID.test(id)) return undefined;
     const changes = Object.entries(this.encode(values));
     const key = `update:${changes.map(([c]) => c).join(',')}`;
     const t = this.template(db, table, key, (d, arg) =>
@@ -165,7 +171,8 @@ export class RowStore {
   }
 
   /** The ids among `ids` that exist in the table. */
-  async existing(db: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
+  async existing(db: Db, table: TableDef, given: string[]): Promise<Set<string>> {
+    const ids = given.filter((id) => ROW_ID.test(id));
     const found = new Set<string>();
     for (let i = 0; i < ids.length; i += 500) {
       const rows = await db.selectFrom(table.physical).select('id').where('id', 'in', ids.slice(i, i + 500)).execute();
@@ -201,6 +208,7 @@ export class RowStore {
   }
 
   async delete(db: Db, table: TableDef, id: string): Promise<boolean> {
+    if (!ROW_ID.test(id)) return false;
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
     return Number((await t.run(db, [id])).numAffectedRows ?? 0) > 0;
   }

@@ -6,5 +6,5 @@ export function uniqueViolationMessage(err: unknown, label: string): string {
   const lite = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(e.message ?? '');
   const columns = pg ? pg[1].split(', ') : lite ? lite[1].split(', ').map((c) => c.split('.').pop()) : [];
   const what = columns.length > 0 ? `this ${columns.join(' and ')}` : 'the same unique value';
-  return `a ${label} with ${what} already exists`;
+  return `another ${label} already has ${what}`;
 }

@@ -1,3 +1,4 @@
+import { isTableRef, isUuid } from '../domain/codes.ts';
 import type { FieldDef, FieldTypeName } from '../domain/field-types/field-type.ts';
 import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
@@ -16,10 +17,6 @@ export interface TableDef {
   fieldsByCode: Map<string, FieldDef>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A table reference of UUID shape is an id; anything else is a code (codes may never look like UUIDs). */
-export const isUuid = (s: string) => UUID.test(s);
 
 /** The fields of the given tables, in order, keyed by table id. */
 export async function loadFields(db: Db, dialect: Dialect, tableIds: string[]): Promise<Map<string, FieldDef[]>> {
@@ -56,6 +53,8 @@ export class TableCatalog {
 
   /** The table named by id or code, or undefined. */
   async find(db: Db, idOrCode: string): Promise<TableDef | undefined> {
+    // What can be neither an id nor a code names no table; PostgreSQL must not see it (U+0000 fails there).
+    if (!isTableRef(idOrCode)) return undefined;
     const byId = isUuid(idOrCode);
     const lookup = cachedTemplate(db, byId ? 'table-by-id' : 'table-by-code', (arg) =>
       db.selectFrom('rh_tables').select(['id', 'code', 'name', 'version']).where(byId ? 'id' : 'code', '=', arg(0)),

@@ -394,4 +394,20 @@ eachDatabase('rows: bulk create, update, delete', (kind) => {
     assert.deepEqual(r.body.data[999], { id: 'g999' });
     assert.deepEqual((await dump(code)).map((x) => x.id), ['stay']);
   });
+
+  it('ids no row can have (U+0000, bad shape) are unknown rows, never a server error, in every bulk and batch path', async () => {
+    const code = await table();
+    await seed(code, [{ id: 'stay', values: { title: 'stay' } }]);
+    for (const id of ['a\u0000b', ' lead', 'x'.repeat(200)]) {
+      expectError(await t.patch(bulkUrl(code), { data: [{ id: 'stay', values: {} }, { id, values: {} }] }), 404);
+      expectError(await t.delete(bulkUrl(code), { ids: ['stay', id] }), 404);
+      for (const type of ['update', 'delete']) {
+        const r = await t.post('/api/rows-batch', { operations: [{ type, tableId: code, id, ...(type === 'update' ? { values: {} } : {}) }] });
+        expectError(r, 404);
+      }
+      const tableRef = await t.post('/api/rows-batch', { operations: [{ type: 'delete', tableId: `t\u0000${code}`, id: 'stay' }] });
+      expectError(tableRef, 404);
+    }
+    assert.deepEqual((await dump(code)).map((x) => x.id), ['stay']);
+  });
 });

@@ -396,4 +396,21 @@ eachDatabase('resources: listing', (kind) => {
       assert.equal((await listAll(t, 'environment-variables')).length, VARS.length);
     });
   });
+
+  describe('text order', () => {
+    it('sorts and compares text in byte order on both databases, whatever the server locale', async () => {
+      const names = ['zeta_B', 'zeta_a', 'zeta_Z', 'zeta_é', 'zeta_東'];
+      const made = [];
+      for (const name of names) {
+        const r = await t.post('/api/flows', { name });
+        assert.equal(r.status, 201, r.text);
+        made.push(r.body.id);
+      }
+      const mine = { or: made.map((id) => ({ id: { eq: id } })) };
+      const sorted = namesOf(await t.get('/api/flows', { query: { filter: mine, sorting: { name: 'asc' } } }));
+      assert.deepEqual(sorted, ['zeta_B', 'zeta_Z', 'zeta_a', 'zeta_é', 'zeta_東']);
+      const above = namesOf(await t.get('/api/flows', { query: { filter: { and: [mine, { name: { gt: 'zeta_Z' } }] }, sorting: { name: 'asc' } } }));
+      assert.deepEqual(above, ['zeta_a', 'zeta_é', 'zeta_東']);
+    });
+  });
 });

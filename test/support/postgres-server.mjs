@@ -46,6 +46,8 @@ export async function startPostgres() {
   if (isRoot) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
   const [initCmd, initArgs] = asPostgres(path.join(bin, 'initdb'), [
     '-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync',
+    // A linguistic default collation (not byte order), as most servers have: the service must not depend on the server's.
+    '--locale-provider=icu', '--icu-locale=en-US',
   ]);
   execFileSync(initCmd, initArgs, { stdio: 'pipe' });
   const port = await freePort();

@@ -7,6 +7,7 @@ export const booleanType: FieldType = {
   parse: (value) => (typeof value === 'boolean' ? ok(value) : fail(`must be true or false, not ${describe(value)}`)),
   toDb: (value, dialect) => dialect.encodeBoolean(value as boolean),
   fromDb: (raw, dialect) => dialect.decodeBoolean(raw),
+  toText: (value) => (value ? 'true' : 'false'),
   filterOps: ['_eq'],
   sortable: true,
   valueSchema: () => ({ type: 'boolean' }),

@@ -50,6 +50,10 @@ export interface FieldType {
   filterOps: readonly FilterOp[];
   /** Whether it can be a sort key (and so gets a sort index). */
   sortable: boolean;
+  /** A read value (never null) as the text of one CSV/TSV cell, before quoting. */
+  toText(value: unknown): string;
+  /** A read value (never null) as a JSONL export line carries it; default: as read. */
+  toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */
   valueSchema(field: FieldDef): Record<string, unknown>;
 }
@@ -58,12 +62,15 @@ export interface FieldType {
 export const textColumn = {
   toDb: (value: unknown) => value,
   fromDb: (raw: unknown) => raw,
+  toText: (value: unknown) => value as string,
 };
 
 /** Codecs shared by the types stored as JSON columns. */
 export const jsonColumn = {
   toDb: (value: unknown, dialect: Dialect) => dialect.encodeJson(value),
   fromDb: (raw: unknown, dialect: Dialect) => dialect.decodeJson(raw),
+  // Structured values are exported as their JSON text.
+  toText: (value: unknown) => JSON.stringify(value),
 };
 
 export const describe = (value: unknown): string =>

@@ -1,5 +1,10 @@
 import { type FieldType, fail, jsonColumn, ok } from './field-type.ts';
 
+function fileSummary(value: unknown): { name: unknown; mimeType: unknown; size: unknown } {
+  const v = value as Record<string, unknown>;
+  return { name: v.name, mimeType: v.mimeType ?? null, size: v.size ?? null };
+}
+
 /** On write `{id, name}`; the stored value is that reference, enriched on read by the files module. */
 export const fileType: FieldType = {
   name: 'file',
@@ -17,6 +22,12 @@ export const fileType: FieldType = {
     return ok({ id, name });
   },
   ...jsonColumn,
+  // Exports carry the file's name, type and size: never its contents or a download URL.
+  toText: (value) => JSON.stringify(fileSummary(value)),
+  toExport: (value) => {
+    const { url: _url, expiresAt: _expiresAt, ...rest } = value as Record<string, unknown>;
+    return rest;
+  },
   filterOps: [],
   sortable: false,
   valueSchema: () => ({

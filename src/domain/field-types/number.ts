@@ -19,6 +19,7 @@ export const numberType: FieldType = {
   },
   toDb: (value) => value,
   fromDb: (raw) => Number(raw),
+  toText: (value) => String(value),
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: (field) => ({

@@ -125,7 +125,8 @@ export class ResourceStore {
       case 'notLike':
       case 'iLike': {
         // A backslash escapes %, _ and itself: PostgreSQL's default, which SQLite has only when told.
-        const [left, right] = f.op === 'iLike' ? [eb.fn('lower', [ref]), eb.fn('lower', [eb.val(f.value)])] : [ref, eb.val(f.value)];
+        const lower = this.dialect.lower;
+        const [left, right] = f.op === 'iLike' ? [lower(sql.ref(f.attr)), lower(sql`${f.value}`)] : [ref, eb.val(f.value)];
         return sql<SqlBool>`${left} ${sql.raw(f.op === 'notLike' ? 'not like' : 'like')} ${right} escape '\\'`;
       }
       case 'in':

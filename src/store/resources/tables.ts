@@ -6,15 +6,13 @@ import { compileSchema, schemaDetails, type Validator } from '../../domain/json-
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
-import { isUuid, loadFields } from '../table-catalog.ts';
+import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
+import { loadFields } from '../table-catalog.ts';
 import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows } from '../user-tables.ts';
 import { AUDIT_RELATIONS, type Item, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /** Table definitions (CONTRACT §4): metadata rows plus the DDL of the real table, in one transaction. */
 
-export const TABLE_CODE = '^[A-Za-z][A-Za-z0-9_-]{0,63}$';
-export const FIELD_CODE = '^[A-Za-z][A-Za-z0-9_]{0,63}$';
-export const RESERVED_FIELD_CODES = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy'];
 const MAX_FIELDS = 500;
 
 interface FieldInput {
