@@ -6,6 +6,7 @@ import { frameworkErrors, installErrorHandling, onMaxParamLength } from './http/
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
+import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
@@ -63,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const rows = { database, catalog: new TableCatalog(database.dialect), rows: new RowStore(database.dialect), secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
+  exportRoutes(app, rows);
   await app.ready();
   return app;
 }

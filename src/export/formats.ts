@@ -1,6 +1,6 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
-import type { RowRecord } from '../store/rows.ts';
+import type { Dialect } from '../store/dialect.ts';
 
 /** The export file formats (the seed spec's "Export rows", CONTRACT §7): how one row becomes one line. */
 
@@ -18,8 +18,11 @@ const SYSTEM_COLUMNS = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy'
 export interface RowFormatter {
   /** The header line (with its newline), or '' when there is none. */
   header(): string;
-  /** One record as one line, with its newline. */
-  line(row: RowRecord): string;
+  /**
+   * One row as one line, with its newline. The row is the column values as the database returns
+   * them: the system columns, then the fields in order (RowStore.columns).
+   */
+  line(raw: unknown[]): string;
 }
 
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
@@ -28,30 +31,38 @@ export function quoteCell(text: string, delimiter: string): string {
   return `"${text.replace(/"/g, '""')}"`;
 }
 
-export function rowFormatter(format: ExportFormat, fields: FieldDef[], newline: string, header: boolean): RowFormatter {
+export function rowFormatter(format: ExportFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
   const typed: { code: string; type: FieldType }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type) }));
+  const system = SYSTEM_COLUMNS.length;
   if (format === 'jsonl') {
     return {
       header: () => '',
-      line(row) {
+      line(raw) {
         const values: Record<string, unknown> = {};
-        for (const { code, type } of typed) {
-          const v = row.values[code];
-          values[code] = v === null || !type.toExport ? v : type.toExport(v);
-        }
-        return JSON.stringify({ ...row, values }) + newline;
+        typed.forEach(({ code, type }, i) => {
+          const v = raw[system + i];
+          if (v === null || v === undefined) values[code] = null;
+          else {
+            const value = type.fromDb(v, dialect);
+            values[code] = type.toExport ? type.toExport(value) : value;
+          }
+        });
+        // The shape of a single-row retrieval (GET /rows/{id}).
+        return JSON.stringify({ id: raw[0], createdAt: raw[1], updatedAt: raw[2], createdBy: raw[3], updatedBy: raw[4], values }) + newline;
       },
     };
   }
   const delimiter = format === 'csv' ? ',' : '\t';
   const cell = (text: string) => quoteCell(text, delimiter);
+  const texts = typed.map(({ type }) => (v: unknown) => (type.textFromDb ? type.textFromDb(v, dialect) : type.toText(type.fromDb(v, dialect))));
   return {
     header: () => (header ? [...SYSTEM_COLUMNS, ...typed.map((f) => f.code)].map(cell).join(delimiter) + newline : ''),
-    line(row) {
-      let out = `${cell(row.id)}${delimiter}${row.createdAt}${delimiter}${row.updatedAt}${delimiter}${cell(row.createdBy)}${delimiter}${cell(row.updatedBy)}`;
-      for (const { code, type } of typed) {
-        const v = row.values[code];
-        out += delimiter + (v === null ? '' : cell(type.toText(v)));
+    line(raw) {
+      // Timestamps never need quoting; ids and member ids might.
+      let out = `${cell(raw[0] as string)}${delimiter}${raw[1]}${delimiter}${raw[2]}${delimiter}${cell(raw[3] as string)}${delimiter}${cell(raw[4] as string)}`;
+      for (let i = 0; i < texts.length; i++) {
+        const v = raw[system + i];
+        out += delimiter + (v === null || v === undefined ? '' : cell(texts[i](v)));
       }
       return out + newline;
     },

@@ -18,6 +18,12 @@ export interface Database {
   /** Cheap round trip used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * SQLite only: a query's rows as arrays, read lazily on a connection of its own, so a long read
+   * (an export) holds no lock the other requests wait for and sees one snapshot throughout.
+   * Close the iterator (return()) when done early.
+   */
+  iterate?(query: { sql: string; parameters: readonly unknown[] }): IterableIterator<unknown[]>;
 }
 
 const { types } = pg;
@@ -48,30 +54,44 @@ function withStatementCache(raw: SqliteDatabase.Database, size = 1000) {
   };
 }
 
+/** What every connection needs for SQLite to answer as PostgreSQL does. */
+function sameSemantics(conn: SqliteDatabase.Database): void {
+  conn.pragma('busy_timeout = 5000');
+  // LIKE is case-sensitive on PostgreSQL; make SQLite agree.
+  conn.pragma('case_sensitive_like = ON');
+  // SQLite's lower() folds ASCII only; PostgreSQL's folds every letter. Make iLike agree.
+  conn.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
+}
+
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const raw = new SqliteDatabase(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
-  raw.pragma('busy_timeout = 5000');
-  // LIKE is case-sensitive on PostgreSQL; make SQLite agree.
-  raw.pragma('case_sensitive_like = ON');
-  // SQLite's lower() folds ASCII only; PostgreSQL's folds every letter. Make iLike agree.
-  raw.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
+  sameSemantics(raw);
   // Planner statistics: without them SQLite can pick a poor index for a sorted filter.
   raw.pragma('optimize = 0x10002');
   const optimizer = setInterval(() => raw.pragma('optimize'), 60 * 60 * 1000);
   optimizer.unref();
   const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  let reader: SqliteDatabase.Database | undefined;
   return {
     db,
     dialect: sqliteDialect,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    iterate(query) {
+      if (!reader) {
+        reader = new SqliteDatabase(file, { readonly: file !== ':memory:' });
+        sameSemantics(reader);
+      }
+      return reader.prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>;
+    },
     close: async () => {
       clearInterval(optimizer);
+      reader?.close();
       try {
         raw.pragma('optimize');
       } catch {

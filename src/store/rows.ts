@@ -8,7 +8,7 @@ import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
 import type { Compilable } from 'kysely';
-import type { Db } from './database.ts';
+import type { Database, Db } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
@@ -211,6 +211,50 @@ export class RowStore {
     if (!ROW_ID.test(id)) return false;
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
     return Number((await t.run(db, [id])).numAffectedRows ?? 0) > 0;
+  }
+
+  /**
+   * Every row of a selection, in key order, as arrays in `columns(table)` order, a chunk at a time.
+   * On SQLite one statement on the read connection (one snapshot, no lock others wait for); on
+   * PostgreSQL keyset pages. Stops reading when the consumer stops asking (return()).
+   */
+  async *scan(
+    database: Database,
+    table: TableDef,
+    q: { filter: RowFilter | null; keys: SortKey[]; limit: number | null; chunk: number },
+  ): AsyncGenerator<unknown[][]> {
+    const columns = this.columns(table);
+    if (database.iterate) {
+      let query = database.db.selectFrom(table.physical).select(columns);
+      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
+      query = query.orderBy(orderBy(q.keys, this.dialect));
+      if (q.limit !== null) query = query.limit(q.limit);
+      const rows = database.iterate(query.compile());
+      try {
+        for (;;) {
+          const chunk: unknown[][] = [];
+          for (let r = rows.next(); !r.done; r = chunk.length < q.chunk ? rows.next() : { done: true, value: undefined }) {
+            chunk.push(r.value);
+          }
+          if (chunk.length === 0) return;
+          yield chunk;
+        }
+      } finally {
+        rows.return?.();
+      }
+    }
+    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
+    let after: (string | number | boolean | null)[] | null = null;
+    while (remaining > 0) {
+      const want = Math.min(q.chunk, remaining);
+      const raw = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: want });
+      if (raw.length === 0) return;
+      yield raw.map((r) => columns.map((c) => r[c]));
+      remaining -= raw.length;
+      if (raw.length < want) return;
+      const last = raw[raw.length - 1];
+      after = q.keys.map((k) => last[k.target.column] as string | number | boolean | null);
+    }
   }
 
   /** One page of rows in key order, after the cursor's values when given. Raw, so the caller can make the next cursor. */

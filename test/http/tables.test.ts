@@ -389,11 +389,6 @@ eachDatabase('tables: create, read, list, delete', (kind) => {
 
     it(
       'reports shape problems and definition problems of one body together',
-      {
-        todo:
-          'ResourceStore.validate (src/store/resources/resource-store.ts) skips the hooks\' check when JSON Schema fails, ' +
-          'so field-definition problems only show once the body shape is right',
-      },
       async () => {
       const r = await t.post('/api/tables', {
         name: 'Mixed',

@@ -52,6 +52,8 @@ export interface FieldType {
   sortable: boolean;
   /** A read value (never null) as the text of one CSV/TSV cell, before quoting. */
   toText(value: unknown): string;
+  /** The same text straight from a column value (never null), where that skips decoding. */
+  textFromDb?(raw: unknown, dialect: Dialect): string;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */
@@ -72,6 +74,9 @@ export const jsonColumn = {
   // Structured values are exported as their JSON text.
   toText: (value: unknown) => JSON.stringify(value),
 };
+
+/** A JSON column's text as the export writes it: SQLite hands back the stored JSON text itself. */
+export const jsonTextFromDb = (raw: unknown): string => (typeof raw === 'string' ? raw : JSON.stringify(raw));
 
 export const describe = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;

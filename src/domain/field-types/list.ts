@@ -1,4 +1,4 @@
-import { type FieldType, describe, fail, jsonColumn, ok } from './field-type.ts';
+import { type FieldType, describe, fail, jsonColumn, jsonTextFromDb, ok } from './field-type.ts';
 
 export const listType: FieldType = {
   name: 'list',
@@ -6,6 +6,7 @@ export const listType: FieldType = {
   optionsSchema: { type: 'object', additionalProperties: false },
   parse: (value) => (Array.isArray(value) ? ok(value) : fail(`must be an array, not ${describe(value)}`)),
   ...jsonColumn,
+  textFromDb: jsonTextFromDb,
   // `_contains` on a list matches an element (CONTRACT §6).
   filterOps: ['_contains'],
   sortable: false,

@@ -1,4 +1,4 @@
-import { type FieldType, describe, fail, jsonColumn, ok } from './field-type.ts';
+import { type FieldType, describe, fail, jsonColumn, jsonTextFromDb, ok } from './field-type.ts';
 
 export const recordType: FieldType = {
   name: 'record',
@@ -9,6 +9,7 @@ export const recordType: FieldType = {
       ? ok(value)
       : fail(`must be an object, not ${describe(value)}`),
   ...jsonColumn,
+  textFromDb: jsonTextFromDb,
   filterOps: [],
   sortable: false,
   valueSchema: () => ({ type: 'object' }),

@@ -33,7 +33,7 @@ export interface WriteContext {
 export interface ResourceHooks {
   /** Turns a reference in a URL into the item's id (a table may be named by its code); undefined: none. */
   resolveId?(db: Db, ref: string): Promise<string | undefined>;
-  /** Checks beyond JSON Schema; paths relative to the item. */
+  /** Checks beyond JSON Schema; paths relative to the item. Runs on bodies that failed the schema too: take nothing's shape for granted. */
   check?(input: Item, mode: 'create' | 'update'): ErrorDetail[];
   /** May change the columns; what it returns is added to the answer of this create only. */
   beforeInsert?(tx: Db, columns: Item, input: Item, ctx: WriteContext): Promise<Item | void>;

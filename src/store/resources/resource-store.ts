@@ -147,6 +147,10 @@ export class ResourceStore {
       const validator = this.validators[mode];
       if (!validator(input)) {
         details.push(...schemaDetails(validator.errors, prefix));
+        // The resource's own checks still run, so a request hears of every problem at once.
+        if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+          for (const d of this.spec.hooks?.check?.(input as Item, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
+        }
         return;
       }
       const item = input as Item;

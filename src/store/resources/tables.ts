@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { FIELD_TYPE_NAMES, type FieldDef } from '../../domain/field-types/field-type.ts';
-import { fieldType } from '../../domain/field-types/registry.ts';
+import { fieldType, isFieldTypeName } from '../../domain/field-types/registry.ts';
 import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
@@ -67,6 +67,18 @@ interface FieldPlan {
 }
 
 /** Checks a whole `fields` list against the table's current fields and says what changes. */
+/** An entry the review can read: what the field schema lets through, at least in kind. */
+function wellFormed(input: unknown): input is FieldInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
+  const f = input as Record<string, unknown>;
+  const optional = (v: unknown, kind: string) => v === undefined || typeof v === kind;
+  return (
+    optional(f.id, 'string') && optional(f.code, 'string') && optional(f.name, 'string') && optional(f.required, 'boolean') &&
+    (f.type === undefined || isFieldTypeName(f.type)) &&
+    (f.options === undefined || (typeof f.options === 'object' && f.options !== null && !Array.isArray(f.options)))
+  );
+}
+
 function reviewFields(existing: FieldDef[], inputs: FieldInput[]): FieldPlan {
   const problems: ErrorDetail[] = [];
   const index = new Map<string, number>();
@@ -76,6 +88,8 @@ function reviewFields(existing: FieldDef[], inputs: FieldInput[]): FieldPlan {
   const seenIds = new Set<string>();
   inputs.forEach((input, i) => {
     const path = `fields[${i}]`;
+    // An entry of the wrong shape is reported by the schema; the others are still reviewed.
+    if (!wellFormed(input)) return;
     const before = input.id === undefined ? undefined : byId.get(input.id);
     if (input.id !== undefined && !before) {
       problems.push({ path: `${path}.id`, message: `no field ${input.id} in this table; leave id out to add a field` });
@@ -201,7 +215,8 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       check(input, mode) {
         // An update's fields can only be checked against the table's current ones: beforeUpdate does it.
         if (mode === 'update') return [];
-        return [...codeProblems(input), ...reviewFields([], (input.fields as FieldInput[] | undefined) ?? []).problems];
+        const fields = Array.isArray(input.fields) ? (input.fields as FieldInput[]) : [];
+        return [...codeProblems(input), ...reviewFields([], fields).problems];
       },
       async beforeInsert(_tx, columns) {
         columns.version = 1;

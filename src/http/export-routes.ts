@@ -1,0 +1,96 @@
+import type { FastifyInstance } from 'fastify';
+import { type RowSelection, intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
+import { type ErrorDetail, HttpError, invalid } from '../errors.ts';
+import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';
+import { exportStream } from '../export/export-stream.ts';
+import { EXPORT_FORMATS, FORMAT_INFO, type ExportFormat, rowFormatter } from '../export/formats.ts';
+import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+
+const EXPORT_PARAMS = ['format', 'encoding', 'newline', 'header', 'limit', 'filter', 'sort'] as const;
+type ExportParam = (typeof EXPORT_PARAMS)[number];
+const NEWLINES = { crlf: '\r\n', lf: '\n' } as const;
+
+function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[], details: ErrorDetail[]): T | undefined {
+  if (value === undefined) details.push({ path: name, message: `is required: one of ${allowed.join(', ')}` });
+  else if (!(allowed as readonly string[]).includes(value)) details.push({ path: name, message: `must be one of ${allowed.join(', ')}` });
+  else return value as T;
+  return undefined;
+}
+
+/** The problems a check reports as a 400, or none; anything else is rethrown. */
+function problemsOf(check: () => unknown): ErrorDetail[] {
+  try {
+    check();
+    return [];
+  } catch (err) {
+    if (err instanceof HttpError && err.statusCode === 400) return err.details ?? [{ path: '', message: err.message }];
+    throw err;
+  }
+}
+
+interface ExportQuery {
+  format: ExportFormat;
+  encoding: ExportEncoding;
+  newline: keyof typeof NEWLINES;
+  header: boolean;
+  limit: number | null;
+  selection: RowSelection;
+}
+
+/** Reads and checks the whole query; every problem is reported in one 400 (CONTRACT §3). */
+function readExportQuery(query: Record<string, unknown>, table: Parameters<typeof parseSelection>[1]): ExportQuery {
+  // Unknown and repeated parameters.
+  const details = problemsOf(() => readQuery(query, EXPORT_PARAMS, 'Invalid export query'));
+  const params = {} as Record<ExportParam, string | undefined>;
+  const repeated = new Set<string>();
+  for (const name of EXPORT_PARAMS) {
+    const v = query[name];
+    if (v !== undefined && typeof v !== 'string') repeated.add(name);
+    params[name] = typeof v === 'string' ? v : undefined;
+  }
+  // A parameter given more than once is reported as such, not also as missing.
+  const checked = <T extends string>(name: ExportParam, allowed: readonly T[]) =>
+    repeated.has(name) ? undefined : oneOf<T>(name, params[name], allowed, details);
+  const format = checked<ExportFormat>('format', EXPORT_FORMATS);
+  const encoding = checked<ExportEncoding>('encoding', EXPORT_ENCODINGS);
+  const newline = checked<keyof typeof NEWLINES>('newline', ['crlf', 'lf']);
+  if (params.header !== undefined && params.header !== 'true' && params.header !== 'false') {
+    details.push({ path: 'header', message: 'must be true or false' });
+  }
+  let limit: number | null = null;
+  details.push(...problemsOf(() => (limit = params.limit === undefined ? null : intParam('limit', params.limit, 1, 1000, 1000))));
+  let selection: RowSelection | undefined;
+  if (problemsOf(() => (selection = parseSelection(params, table))).length > 0) {
+    // The filter and the sort are checked one after the other: a bad filter must not hide a bad sort.
+    details.push(...problemsOf(() => parseSelection({ filter: params.filter }, table)));
+    details.push(...problemsOf(() => parseSelection({ sort: params.sort }, table)));
+  }
+  if (details.length > 0 || !format || !encoding || !newline || !selection) throw invalid(details, 'Invalid export query');
+  return { format, encoding, newline, header: params.header !== 'false', limit, selection };
+}
+
+/** GET /rows-export (the seed spec's "Export rows", CONTRACT §7): every parameter checked before the first byte. */
+export function exportRoutes(app: FastifyInstance, deps: RowsDeps): void {
+  app.get<{ Params: { table: string } }>('/api/tables/:table/rows-export', async (request, reply) => {
+    const table = await tableOr404(deps, request.params.table);
+    const q = readExportQuery(request.query as Record<string, unknown>, table);
+    const info = FORMAT_INFO[q.format];
+    const encoder = textEncoder(q.encoding);
+    const name = `${table.code ?? table.id}.${info.extension}`;
+    reply
+      .header('content-type', `${info.contentType}; charset=${encoder.charset}`)
+      .header('content-disposition', `attachment; filename="${name}"`)
+      .header('cache-control', 'no-store');
+    return reply.send(
+      exportStream({
+        database: deps.database,
+        rows: deps.rows,
+        table,
+        selection: q.selection,
+        limit: q.limit,
+        formatter: rowFormatter(q.format, table.fields, NEWLINES[q.newline], q.header, deps.database.dialect),
+        encoder,
+      }),
+    );
+  });
+}
