@@ -80,7 +80,10 @@ for (const n of SIZES) {
   const row = (name: string, m: Measure) =>
     `${String(n).padStart(8)} ${name.padEnd(22)} ${m.rowsPerSecond.toFixed(0).padStart(9)} ${m.mib.toFixed(0).padStart(7)} ${m.growthMiB.toFixed(0).padStart(12)} ${(m.rowsPerSecond / floorRun.rowsPerSecond).toFixed(2).padStart(8)}`;
   lines.push(row('floor (raw SELECT)', floorRun), row('csv utf8', csv), row('csv shiftJis', sjis), row('jsonl utf8', jsonl));
-  lines.push(`${String(n).padStart(8)} get-by-id p99: ${quiet.p99} ms alone (${quiet.rps.toFixed(0)} req/s), ${busy.p99} ms during an export (${busy.rps.toFixed(0)} req/s)`);
+  lines.push(
+    `${String(n).padStart(8)} get-by-id p99: ${quiet.p99} ms alone (${quiet.rps.toFixed(0)} req/s), ${busy.p99} ms during an export ` +
+      `(${busy.rps.toFixed(0)} req/s, ${busy.errors} errors, ${busy.non2xx} non-2xx)`,
+  );
   for (const [name, m] of [['csv utf8', csv], ['csv shiftJis', sjis], ['jsonl utf8', jsonl]] as const) {
     budgets.push([`${n} rows, ${name}: at least 50% of the floor's rows/s (${((100 * m.rowsPerSecond) / floorRun.rowsPerSecond).toFixed(0)}%)`, m.rowsPerSecond >= 0.5 * floorRun.rowsPerSecond]);
     if (n >= 1_000_000) budgets.push([`${n} rows, ${name}: peak memory growth under 100 MB (${m.growthMiB.toFixed(0)} MiB)`, m.growthMiB * 1.048576 < 100]);

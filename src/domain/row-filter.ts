@@ -1,4 +1,4 @@
-import { type ErrorDetail, invalid } from '../errors.ts';
+import type { ErrorDetail } from '../errors.ts';
 import type { FilterOp } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
@@ -121,10 +121,10 @@ class Parser {
   }
 }
 
-/** Parses a filter already decoded from JSON; every problem is reported at once as one 400. */
-export function parseRowFilter(value: unknown, table: FieldLookup): RowFilter {
+/** Parses a filter already decoded from JSON; its problems are added to `details` (then the result is null). */
+export function parseRowFilter(value: unknown, table: FieldLookup, details: ErrorDetail[]): RowFilter | null {
   const parser = new Parser(table);
   const filter = parser.filter(value, 'filter', 0);
-  if (parser.details.length > 0 || !filter) throw invalid(parser.details, 'Invalid filter');
-  return filter;
+  details.push(...parser.details);
+  return parser.details.length > 0 ? null : filter;
 }

@@ -1,9 +1,14 @@
-import { type ErrorDetail, invalid } from '../errors.ts';
+import type { ErrorDetail } from '../errors.ts';
 import type { FieldLookup } from './row-columns.ts';
 import { type RowFilter, parseRowFilter } from './row-filter.ts';
 import { type SortKey, effectiveSort, parseRowSort } from './row-sort.ts';
 
-/** `filter` and `sort` of a row list or export: URL-encoded JSON, parsed against the table. */
+/**
+ * The query string of a row list or export, read into typed values. Every reader adds its
+ * problems to one `details` list, so a request hears of all of them in one 400 (CONTRACT §3).
+ */
+
+/** `filter` and `sort`: URL-encoded JSON, parsed against the table. */
 export interface RowSelection {
   filter: RowFilter | null;
   /** The order really used, ending with id. */
@@ -13,16 +18,6 @@ export interface RowSelection {
   sortText: string | undefined;
   /** Canonical forms, to bind cursors to. */
   canonical: { filter: unknown; sort: unknown };
-}
-
-function single(query: Record<string, unknown>, name: string, details: ErrorDetail[]): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') {
-    details.push({ path: name, message: 'must be given once' });
-    return undefined;
-  }
-  return v;
 }
 
 function json(name: string, text: string | undefined, details: ErrorDetail[]): unknown {
@@ -35,24 +30,25 @@ function json(name: string, text: string | undefined, details: ErrorDetail[]): u
   }
 }
 
-/** Reads the query string: unknown parameters, repeated ones and bad JSON are reported together. */
-export function readQuery(query: Record<string, unknown>, allowed: readonly string[], what: string): Record<string, string | undefined> {
-  const details: ErrorDetail[] = [];
+/** The known parameters, each given at most once; unknown and repeated ones are problems (and read as absent). */
+export function readQuery<K extends string>(query: Record<string, unknown>, allowed: readonly K[], details: ErrorDetail[]): Record<K, string | undefined> {
   for (const key of Object.keys(query)) {
-    if (!allowed.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${allowed.join(', ')}` });
+    if (!(allowed as readonly string[]).includes(key)) details.push({ path: key, message: `unknown query parameter; use ${allowed.join(', ')}` });
   }
-  const out = Object.fromEntries(allowed.map((name) => [name, single(query, name, details)]));
-  if (details.length > 0) throw invalid(details, what);
+  const out = {} as Record<K, string | undefined>;
+  for (const name of allowed) {
+    const v = query[name];
+    if (v !== undefined && typeof v !== 'string') details.push({ path: name, message: 'must be given once' });
+    out[name] = typeof v === 'string' ? v : undefined;
+  }
   return out;
 }
 
-export function parseSelection(params: Record<string, string | undefined>, table: FieldLookup): RowSelection {
-  const details: ErrorDetail[] = [];
+export function parseSelection(params: { filter?: string; sort?: string }, table: FieldLookup, details: ErrorDetail[]): RowSelection {
   const rawFilter = json('filter', params.filter, details);
   const rawSort = json('sort', params.sort, details);
-  if (details.length > 0) throw invalid(details, 'Invalid query');
-  const filter = rawFilter === undefined ? null : parseRowFilter(rawFilter, table);
-  const sort = rawSort === undefined ? [] : parseRowSort(rawSort, table);
+  const filter = rawFilter === undefined ? null : parseRowFilter(rawFilter, table, details);
+  const sort = rawSort === undefined ? [] : parseRowSort(rawSort, table, details);
   return {
     filter,
     keys: effectiveSort(sort),
@@ -62,11 +58,12 @@ export function parseSelection(params: Record<string, string | undefined>, table
   };
 }
 
-/** An integer query parameter within bounds. */
-export function intParam(name: string, text: string | undefined, min: number, max: number, fallback: number): number {
+/** An integer parameter within bounds; `fallback` when absent or wrong (the problem is reported). */
+export function intParam(name: string, text: string | undefined, min: number, max: number, fallback: number, details: ErrorDetail[]): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw invalid([{ path: name, message: `must be an integer from ${min} to ${max}` }], 'Invalid query');
+    details.push({ path: name, message: `must be an integer from ${min} to ${max}` });
+    return fallback;
   }
   return Number(text);
 }

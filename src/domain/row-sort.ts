@@ -1,4 +1,4 @@
-import { type ErrorDetail, invalid } from '../errors.ts';
+import type { ErrorDetail } from '../errors.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
 
 /** One sort key of a row list (CONTRACT §6). */
@@ -11,12 +11,17 @@ export interface SortKey {
 const MAX_KEYS = 8;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Parses a sort already decoded from JSON: `[{"<key>": {"direction", "nulls"}}, …]`. */
-export function parseRowSort(value: unknown, table: FieldLookup): SortKey[] {
-  const details: ErrorDetail[] = [];
+/** Parses a sort already decoded from JSON: `[{"<key>": {"direction", "nulls"}}, …]`; problems go to `details`. */
+export function parseRowSort(value: unknown, table: FieldLookup, details: ErrorDetail[]): SortKey[] {
   const keys: SortKey[] = [];
-  if (!Array.isArray(value)) throw invalid([{ path: 'sort', message: 'must be an array of sort conditions' }], 'Invalid sort');
-  if (value.length > MAX_KEYS) throw invalid([{ path: 'sort', message: `has more than ${MAX_KEYS} conditions` }], 'Invalid sort');
+  if (!Array.isArray(value)) {
+    details.push({ path: 'sort', message: 'must be an array of sort conditions' });
+    return keys;
+  }
+  if (value.length > MAX_KEYS) {
+    details.push({ path: 'sort', message: `has more than ${MAX_KEYS} conditions` });
+    return keys;
+  }
   const seen = new Set<string>();
   value.forEach((cond, i) => {
     const path = `sort[${i}]`;
@@ -48,7 +53,6 @@ export function parseRowSort(value: unknown, table: FieldLookup): SortKey[] {
     }
     keys.push({ target, direction: direction as SortKey['direction'], nulls: nulls as SortKey['nulls'] });
   });
-  if (details.length > 0) throw invalid(details, 'Invalid sort');
   return keys;
 }
 

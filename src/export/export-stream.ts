@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { RowSelection } from '../domain/row-list-query.ts';
 import type { Database } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
@@ -35,6 +36,9 @@ async function* chunks(plan: ExportPlan): AsyncGenerator<Buffer> {
     for (const raw of rows) text += formatter.line(raw);
     // The stream asks for the next chunk only when the client has taken this one: backpressure.
     yield encoder.encode(text);
+    // A fast client takes every chunk at once, and promises alone never let the event loop turn:
+    // wait for it, so other requests are answered between chunks.
+    await setImmediate();
   }
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type RowSelection, intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
-import { type ErrorDetail, HttpError, invalid } from '../errors.ts';
+import { type ErrorDetail, invalid } from '../errors.ts';
 import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';
 import { exportStream } from '../export/export-stream.ts';
 import { EXPORT_FORMATS, FORMAT_INFO, type ExportFormat, rowFormatter } from '../export/formats.ts';
@@ -17,17 +17,6 @@ function oneOf<T extends string>(name: string, value: string | undefined, allowe
   return undefined;
 }
 
-/** The problems a check reports as a 400, or none; anything else is rethrown. */
-function problemsOf(check: () => unknown): ErrorDetail[] {
-  try {
-    check();
-    return [];
-  } catch (err) {
-    if (err instanceof HttpError && err.statusCode === 400) return err.details ?? [{ path: '', message: err.message }];
-    throw err;
-  }
-}
-
 interface ExportQuery {
   format: ExportFormat;
   encoding: ExportEncoding;
@@ -39,33 +28,20 @@ interface ExportQuery {
 
 /** Reads and checks the whole query; every problem is reported in one 400 (CONTRACT §3). */
 function readExportQuery(query: Record<string, unknown>, table: Parameters<typeof parseSelection>[1]): ExportQuery {
-  // Unknown and repeated parameters.
-  const details = problemsOf(() => readQuery(query, EXPORT_PARAMS, 'Invalid export query'));
-  const params = {} as Record<ExportParam, string | undefined>;
-  const repeated = new Set<string>();
-  for (const name of EXPORT_PARAMS) {
-    const v = query[name];
-    if (v !== undefined && typeof v !== 'string') repeated.add(name);
-    params[name] = typeof v === 'string' ? v : undefined;
-  }
+  const details: ErrorDetail[] = [];
+  const params = readQuery(query, EXPORT_PARAMS, details);
   // A parameter given more than once is reported as such, not also as missing.
   const checked = <T extends string>(name: ExportParam, allowed: readonly T[]) =>
-    repeated.has(name) ? undefined : oneOf<T>(name, params[name], allowed, details);
+    query[name] !== undefined && params[name] === undefined ? undefined : oneOf<T>(name, params[name], allowed, details);
   const format = checked<ExportFormat>('format', EXPORT_FORMATS);
   const encoding = checked<ExportEncoding>('encoding', EXPORT_ENCODINGS);
   const newline = checked<keyof typeof NEWLINES>('newline', ['crlf', 'lf']);
   if (params.header !== undefined && params.header !== 'true' && params.header !== 'false') {
     details.push({ path: 'header', message: 'must be true or false' });
   }
-  let limit: number | null = null;
-  details.push(...problemsOf(() => (limit = params.limit === undefined ? null : intParam('limit', params.limit, 1, 1000, 1000))));
-  let selection: RowSelection | undefined;
-  if (problemsOf(() => (selection = parseSelection(params, table))).length > 0) {
-    // The filter and the sort are checked one after the other: a bad filter must not hide a bad sort.
-    details.push(...problemsOf(() => parseSelection({ filter: params.filter }, table)));
-    details.push(...problemsOf(() => parseSelection({ sort: params.sort }, table)));
-  }
-  if (details.length > 0 || !format || !encoding || !newline || !selection) throw invalid(details, 'Invalid export query');
+  const limit = params.limit === undefined ? null : intParam('limit', params.limit, 1, 1000, 1000, details);
+  const selection = parseSelection(params, table, details);
+  if (details.length > 0 || !format || !encoding || !newline) throw invalid(details, 'Invalid export query');
   return { format, encoding, newline, header: params.header !== 'false', limit, selection };
 }
 

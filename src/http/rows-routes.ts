@@ -36,9 +36,11 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.get<TableParams>(base, async (request, reply: FastifyReply) => {
     const table = await tableOr404(deps, request.params.table);
-    const params = readQuery(request.query as Record<string, unknown>, LIST_PARAMS, 'Invalid list query');
-    const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50);
-    const selection = parseSelection(params, table);
+    const details: ErrorDetail[] = [];
+    const params = readQuery(request.query as Record<string, unknown>, LIST_PARAMS, details);
+    const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50, details);
+    const selection = parseSelection(params, table, details);
+    throwIfInvalid(details, 'Invalid list query');
     const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort);
     const after = params.cursor === undefined ? null : readCursor(deps.secret, params.cursor, binding, selection.keys.length);
     const raw = await rows.page(database.db, table, { filter: selection.filter, keys: selection.keys, after, limit: pageSize + 1 });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
 
@@ -24,6 +24,19 @@ export interface Database {
    * Close the iterator (return()) when done early.
    */
   iterate?(query: { sql: string; parameters: readonly unknown[] }): IterableIterator<unknown[]>;
+}
+
+/**
+ * SQLite: a synchronous read on the read-only connection, for a query outside any transaction
+ * (a Kysely transaction is another object, so it is never found here and reads its own work).
+ */
+export const directReaders = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]>();
+
+/** Runs a compiled SELECT, on SQLite's read connection when outside a transaction. */
+export async function readRows(db: Db, query: { sql: string; parameters: readonly unknown[] }): Promise<Record<string, unknown>[]> {
+  const direct = directReaders.get(db);
+  if (direct) return direct(query.sql, query.parameters);
+  return (await db.executeQuery(query as CompiledQuery<Record<string, unknown>>)).rows;
 }
 
 const { types } = pg;
@@ -75,20 +88,37 @@ function openSqlite(file: string): Database {
   const optimizer = setInterval(() => raw.pragma('optimize'), 60 * 60 * 1000);
   optimizer.unref();
   const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  // Reads outside transactions go to a read-only connection of their own (WAL lets it read while
+  // the main connection writes): they neither wait behind a write transaction nor see its work.
+  // A second connection to :memory: would be another database, so that one reads in line.
   let reader: SqliteDatabase.Database | undefined;
+  const readConnection = () => {
+    if (!reader) {
+      reader = new SqliteDatabase(file, { readonly: true });
+      sameSemantics(reader);
+    }
+    return reader;
+  };
+  if (file !== ':memory:') {
+    let statements: ReturnType<typeof withStatementCache> | undefined;
+    directReaders.set(db, (source, parameters) => {
+      statements ??= withStatementCache(readConnection());
+      return statements.prepare(source).all(...parameters) as Record<string, unknown>[];
+    });
+  }
   return {
     db,
     dialect: sqliteDialect,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    iterate(query) {
-      if (!reader) {
-        reader = new SqliteDatabase(file, { readonly: file !== ':memory:' });
-        sameSemantics(reader);
-      }
-      return reader.prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>;
-    },
+    ...(file === ':memory:'
+      ? {}
+      : {
+          iterate: (query: { sql: string; parameters: readonly unknown[] }) =>
+            // Not a cached statement: one that is iterating cannot run again until it is done.
+            readConnection().prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>,
+        }),
     close: async () => {
       clearInterval(optimizer);
       reader?.close();

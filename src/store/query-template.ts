@@ -1,5 +1,5 @@
-import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
-import type { Db } from './database.ts';
+import { type Compilable, type CompiledQuery, type QueryResult, SelectQueryNode } from 'kysely';
+import { type Db, readRows } from './database.ts';
 
 const MARK = '\u0000slot:';
 
@@ -9,10 +9,15 @@ const MARK = '\u0000slot:';
  * to the argument it stands for, in whatever order the dialect's compiler emits them.
  */
 export class QueryTemplate {
+  /** A SELECT: outside a transaction it may go to a read-only connection. */
+  private readonly reads: boolean;
+
   private constructor(
     private readonly compiled: CompiledQuery,
     private readonly slots: number[],
-  ) {}
+  ) {
+    this.reads = SelectQueryNode.is(compiled.query);
+  }
 
   static build(make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
     const compiled = make((i) => `${MARK}${i}`).compile();
@@ -24,7 +29,9 @@ export class QueryTemplate {
   }
 
   run<R = Record<string, unknown>>(db: Db, args: readonly unknown[]): Promise<QueryResult<R>> {
-    return db.executeQuery<R>({ ...this.compiled, parameters: this.slots.map((i) => args[i]) } as CompiledQuery<R>);
+    const query = { ...this.compiled, parameters: this.slots.map((i) => args[i]) } as CompiledQuery<R>;
+    if (this.reads) return readRows(db, query).then((rows) => ({ rows: rows as R[] }));
+    return db.executeQuery<R>(query);
   }
 }
 

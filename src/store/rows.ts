@@ -8,7 +8,7 @@ import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
 import type { Compilable } from 'kysely';
-import type { Database, Db } from './database.ts';
+import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
@@ -266,6 +266,6 @@ export class RowStore {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
     if (q.after) query = query.where(afterCursor(q.keys, q.after));
-    return query.orderBy(orderBy(q.keys, this.dialect)).limit(q.limit).execute();
+    return readRows(db, query.orderBy(orderBy(q.keys, this.dialect)).limit(q.limit).compile());
   }
 }

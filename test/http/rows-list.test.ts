@@ -815,6 +815,13 @@ eachDatabase('rows: list', (kind) => {
         await bad({ pageSize: '2', bogus: 'x', other: 'y' }, [/bogus/, /other/]);
       });
 
+      it('every problem of the query in one 400: an unknown parameter hides none of the others', async () => {
+        const body = await bad({ bogus: '1', pageSize: '0', filter: '{broken', sort: JSON.stringify([{ nope: { direction: 'asc', nulls: 'nullsLast' } }]) }, /bogus/);
+        const paths = (body.details as { path: string }[]).map((d) => d.path);
+        for (const p of ['bogus', 'pageSize', 'filter']) assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+        assert.ok(paths.some((p) => p.startsWith('sort[0]')), paths.join(', '));
+      });
+
       it('repeated parameters', async () => {
         const filter = JSON.stringify(v('n', { _gt: 0 }));
         const sort = JSON.stringify([s('n', 'asc', 'nullsLast')]);
