@@ -21,7 +21,7 @@ const all = `id, created_at, updated_at, created_by, updated_by, ${cols}`;
 
 const first = db.prepare(`select ${all} from ${t} order by created_at, id limit 51`);
 const after = db.prepare(`select ${all} from ${t} where (created_at, id) > (?, ?) order by created_at, id limit 51`);
-const paid = db.prepare(`select ${all} from ${t} where ${c.status} = 'paid' and ${c.amount} > 5000 order by ${c.amount} desc, id limit 51`);
+const paid = db.prepare(`select ${all} from ${t} where ${c.status} = ? and ${c.amount} > ? order by ${c.amount} desc, id limit 51`);
 const byId = db.prepare(`select ${all} from ${t} where id = ?`);
 const update = db.prepare(`update ${t} set ${c.amount} = ?, updated_at = ? where id = ?`);
 
@@ -51,7 +51,7 @@ app.get('/after', async (req) => {
   const q = req.query as { c: string; id: string };
   return { data: after.all(q.c, q.id) };
 });
-app.get('/paid', async () => ({ data: paid.all() }));
+app.get('/paid', async () => ({ data: paid.all('paid', 5000) }));
 app.get('/rows/:id', async (req, reply) => {
   const row = byId.get((req.params as { id: string }).id);
   return row ?? reply.status(404).send({ statusCode: 404 });
