@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../errors.ts';
 import type { Database } from '../store/database.ts';
 import { type Principal, authenticate } from '../store/auth-store.ts';
+import { ReadCache } from '../store/read-cache.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,12 +24,13 @@ function isApiRequest(request: FastifyRequest): boolean {
 /** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
 export function installAuth(app: FastifyInstance, database: Database): void {
   app.decorateRequest('principal', null);
+  const keys = new ReadCache<Record<string, unknown> | undefined>(database);
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
     const key = request.headers['x-api-key'];
     if (key === undefined || key === '') throw unauthorized('X-API-Key header is required');
     if (typeof key !== 'string') throw unauthorized('X-API-Key header must be given once');
-    const principal = await authenticate(database.db, key);
+    const principal = await authenticate(database.db, key, keys);
     if (!principal) throw unauthorized('X-API-Key is not a valid API key (unknown, revoked or expired)');
     request.principal = principal;
   });

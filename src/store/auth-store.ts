@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { apiKeyPrefix, hashApiKey } from '../domain/api-key.ts';
 import type { Db } from './database.ts';
 import { cachedTemplate } from './query-template.ts';
+import type { ReadCache } from './read-cache.ts';
 
 export interface Principal {
   keyId: string;
@@ -11,12 +12,16 @@ export interface Principal {
 /** How stale lastUsedAt may get: writing it on every request would make each read a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+type KeyRow = Record<string, unknown> | undefined;
+
 /** The principal of a valid key; null when it is unknown, revoked or expired. */
-export async function authenticate(db: Db, key: string): Promise<Principal | null> {
+export async function authenticate(db: Db, key: string, memo?: ReadCache<KeyRow>): Promise<Principal | null> {
   const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
     db.selectFrom('rh_api_keys').select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt']).where('keyHash', '=', arg(0)),
   );
-  const [row] = (await lookup.run(db, [hashApiKey(key)])).rows;
+  const hash = hashApiKey(key);
+  const load = async () => (await lookup.run(db, [hash])).rows[0];
+  const row = memo ? await memo.get(db, hash, load) : await load();
   if (!row || row.revokedAt !== null) return null;
   const now = Date.now();
   if (row.expiresAt !== null && Date.parse(row.expiresAt as string) <= now) return null;

@@ -24,6 +24,8 @@ export interface Database {
    * Close the iterator (return()) when done early.
    */
   iterate?(query: { sql: string; parameters: readonly unknown[] }): IterableIterator<unknown[]>;
+  /** SQLite only: a number that moves whenever any connection but the read one commits (see ReadCache). */
+  commitCounter?(): number;
 }
 
 /**
@@ -92,6 +94,7 @@ function openSqlite(file: string): Database {
   // the main connection writes): they neither wait behind a write transaction nor see its work.
   // A second connection to :memory: would be another database, so that one reads in line.
   let reader: SqliteDatabase.Database | undefined;
+  let dataVersion: SqliteDatabase.Statement | undefined;
   const readConnection = () => {
     if (!reader) {
       reader = new SqliteDatabase(file, { readonly: true });
@@ -115,6 +118,10 @@ function openSqlite(file: string): Database {
     ...(file === ':memory:'
       ? {}
       : {
+          commitCounter: () => {
+            dataVersion ??= readConnection().prepare('pragma data_version').pluck();
+            return dataVersion.get() as number;
+          },
           iterate: (query: { sql: string; parameters: readonly unknown[] }) =>
             // Not a cached statement: one that is iterating cannot run again until it is done.
             readConnection().prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>,

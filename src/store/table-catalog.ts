@@ -1,6 +1,7 @@
 import { isTableRef, isUuid } from '../domain/codes.ts';
 import type { FieldDef, FieldTypeName } from '../domain/field-types/field-type.ts';
-import type { Db } from './database.ts';
+import type { Database, Db } from './database.ts';
+import { ReadCache } from './read-cache.ts';
 import type { Dialect } from './dialect.ts';
 import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
@@ -48,13 +49,23 @@ export async function loadFields(db: Db, dialect: Dialect, tableIds: string[]): 
  */
 export class TableCatalog {
   private readonly cache = new Map<string, TableDef>();
+  private readonly dialect: Dialect;
+  /** Answers by reference while nothing was committed since (SQLite): no lookup at all. */
+  private readonly memo: ReadCache<TableDef | undefined>;
 
-  constructor(private readonly dialect: Dialect) {}
+  constructor(database: Database) {
+    this.dialect = database.dialect;
+    this.memo = new ReadCache(database);
+  }
 
   /** The table named by id or code, or undefined. */
   async find(db: Db, idOrCode: string): Promise<TableDef | undefined> {
     // What can be neither an id nor a code names no table; PostgreSQL must not see it (U+0000 fails there).
     if (!isTableRef(idOrCode)) return undefined;
+    return this.memo.get(db, idOrCode, () => this.lookup(db, idOrCode));
+  }
+
+  private async lookup(db: Db, idOrCode: string): Promise<TableDef | undefined> {
     const byId = isUuid(idOrCode);
     const lookup = cachedTemplate(db, byId ? 'table-by-id' : 'table-by-code', (arg) =>
       db.selectFrom('rh_tables').select(['id', 'code', 'name', 'version']).where(byId ? 'id' : 'code', '=', arg(0)),

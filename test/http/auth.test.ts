@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
 import { generateApiKey, hashApiKey } from '../../src/domain/api-key.ts';
 import { insertApiKey } from '../../src/store/auth-store.ts';
 import { bootstrap } from '../../src/store/bootstrap.ts';
@@ -80,6 +82,25 @@ eachDatabase('authentication (CONTRACT §2)', (kind) => {
     assert.equal(revoked.status, 200, revoked.text);
     expectError(await t.get('/api/flows', { key }), 401);
     expectError(await t.post('/api/flows', { name: 'x' }, { key }), 401);
+  });
+
+  it('refuses a key revoked by another connection or process from the next request on, after many uses', async () => {
+    const key = generateApiKey();
+    await insertApiKey(t.database.db, key, 'elsewhere', t.ownerId);
+    // Used repeatedly, so any memo of the lookup is warm.
+    for (let i = 0; i < 5; i++) assert.equal((await t.get('/api/flows', { key })).status, 200);
+    const url = t.config.databaseUrl;
+    if (kind === 'sqlite') {
+      const other = new SqliteDatabase(url.slice('sqlite:'.length));
+      other.prepare('update rh_api_keys set "revokedAt" = ? where "keyHash" = ?').run(new Date().toISOString(), hashApiKey(key));
+      other.close();
+    } else {
+      const other = new pg.Client({ connectionString: url });
+      await other.connect();
+      await other.query('update rh_api_keys set "revokedAt" = now() where "keyHash" = $1', [hashApiKey(key)]);
+      await other.end();
+    }
+    expectError(await t.get('/api/flows', { key }), 401);
   });
 
   it('refuses an expired key and accepts one expiring in the future', async () => {

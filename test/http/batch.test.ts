@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
 /**
  * The cross-table batch POST /api/rows-batch (seed spec "Cross-table batch"; CONTRACT §7): the
@@ -14,7 +14,6 @@ type Row = Record<string, any>;
 type Op = Record<string, any>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ID_SORT = [{ id: { direction: 'asc', nulls: 'nullsLast' } }];
 
 eachDatabase('rows: cross-table batch', (kind) => {
   let t: TestApp;
@@ -51,17 +50,7 @@ eachDatabase('rows: cross-table batch', (kind) => {
 
   const batch = (operations: unknown) => t.post('/api/rows-batch', { operations });
 
-  async function dump(code: string): Promise<Row[]> {
-    const out: Row[] = [];
-    let url: string | null = `/api/tables/${code}/rows?${new URLSearchParams({ pageSize: '200', sort: JSON.stringify(ID_SORT) })}`;
-    while (url) {
-      const r: Reply = await t.get(url);
-      assert.equal(r.status, 200, r.text);
-      out.push(...r.body.data);
-      url = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
-    }
-    return out;
-  }
+  const dump = (code: string): Promise<Row[]> => allRows(t, code);
   const dumpBoth = async (p: Pair) => ({ a: await dump(p.a), b: await dump(p.b) });
 
   async function seedA(p: Pair, rows: { id: string; values: Record<string, unknown> }[]): Promise<void> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type Reply, type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
 /**
  * Bulk writes within one table (seed spec "Bulk"; CONTRACT §5, §7): POST /rows-bulk creates (with
@@ -19,7 +19,6 @@ const FIELDS = [
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Row = Record<string, any>;
 
-const ID_SORT = [{ id: { direction: 'asc', nulls: 'nullsLast' } }];
 
 const detailPaths = (body: Record<string, unknown>) => ((body.details ?? []) as { path: string }[]).map((d) => d.path);
 
@@ -41,18 +40,7 @@ eachDatabase('rows: bulk create, update, delete', (kind) => {
   }
   const bulkUrl = (code: string) => `/api/tables/${code}/rows-bulk`;
 
-  /** Every row of the table in id order, read through the list API page by page. */
-  async function dump(code: string): Promise<Row[]> {
-    const out: Row[] = [];
-    let url: string | null = `/api/tables/${code}/rows?${new URLSearchParams({ pageSize: '200', sort: JSON.stringify(ID_SORT) })}`;
-    while (url) {
-      const r: Reply = await t.get(url);
-      assert.equal(r.status, 200, r.text);
-      out.push(...r.body.data);
-      url = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
-    }
-    return out;
-  }
+  const dump = (code: string): Promise<Row[]> => allRows(t, code);
 
   async function getRow(code: string, id: string): Promise<Reply> {
     return t.get(`/api/tables/${code}/rows/${encodeURIComponent(id)}`);

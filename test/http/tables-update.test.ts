@@ -384,7 +384,7 @@ eachDatabase('tables: update', (kind) => {
 
   describe('table catalog', () => {
     it('sees every change of a table definition made through the API', async () => {
-      const catalog = new TableCatalog(t.database.dialect);
+      const catalog = new TableCatalog(t.database);
       const table = await k.create({ code: 'cat', name: 'Catalog', fields: [{ code: 'a', type: 'text' }] });
       const first = await catalog.find(k.db, 'cat');
       assert.ok(first);

@@ -171,3 +171,19 @@ export function expectError(reply: Reply, status: number): Record<string, unknow
   if (!ok) throw new Error(`expected a ${status} error body, got ${reply.status}: ${reply.text.slice(0, 500)}`);
   return b;
 }
+
+/** Every row of a table in id order, read through the list API page by page (following nextUrl). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function allRows(t: TestApp, table: string): Promise<Record<string, any>[]> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const out: Record<string, any>[] = [];
+  const sort = JSON.stringify([{ id: { direction: 'asc', nulls: 'nullsLast' } }]);
+  let url: string | null = `/api/tables/${table}/rows?${new URLSearchParams({ pageSize: '200', sort })}`;
+  while (url) {
+    const r: Reply = await t.get(url);
+    if (r.status !== 200) throw new Error(`listing ${table}: ${r.status} ${r.text.slice(0, 300)}`);
+    out.push(...r.body.data);
+    url = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
+  }
+  return out;
+}
