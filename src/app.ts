@@ -8,6 +8,7 @@ import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
 import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
+import { installWriteQueryRule } from './http/write-query.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
 import { environmentVariables } from './store/resources/environment-variables.ts';
@@ -56,6 +57,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   installErrorHandling(app);
   installAuth(app, database);
+  installWriteQueryRule(app);
   healthRoutes(app, database);
 
   for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {

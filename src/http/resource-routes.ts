@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
-import { badRequest, invalid } from '../errors.ts';
+import { badRequest } from '../errors.ts';
 import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
 import type { Item } from '../store/resources/resource-spec.ts';
 import { writeContext } from './auth.ts';
@@ -17,14 +17,6 @@ function arrayBody(request: FastifyRequest, of: string): unknown[] {
   if (!Array.isArray(body)) throw badRequest(`The body must be a JSON array of ${of}`);
   if (body.length > MAX_MANY) throw badRequest(`At most ${MAX_MANY} items per request, got ${body.length}`);
   return body;
-}
-
-/** Write routes take no query parameters: one given is a mistake (a misspelt route or option), not noise to ignore. */
-function rejectQuery(request: FastifyRequest): void {
-  const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
-  if (keys.length > 0) {
-    throw invalid(keys.map((path) => ({ path, message: 'unknown query parameter; this route takes none' })), 'Invalid query');
-  }
 }
 
 /** The uniform CRUD routes of one generic resource (the seed spec's "Generic resources", CONTRACT §9). */
@@ -46,14 +38,12 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   });
 
   app.post(base, async (request, reply) => {
-    rejectQuery(request);
     const [input] = store.validate([objectBody(request)], 'create', false);
     const [item] = await store.create([input], writeContext(request));
     return reply.status(201).send(item);
   });
 
   app.put<WithId>(`${base}/:id`, async (request) => {
-    rejectQuery(request);
     const body = objectBody(request);
     const id = await store.resolveId(request.params.id);
     if (body.id !== undefined && body.id !== id) throw badRequest(`id: the body names ${String(body.id)} but the path names ${id}`);
@@ -63,19 +53,16 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   });
 
   app.delete<WithId>(`${base}/:id`, async (request) => {
-    rejectQuery(request);
     const [item] = await store.remove([await store.resolveId(request.params.id)], writeContext(request));
     return item;
   });
 
   app.post(`${base}/create-many`, async (request, reply) => {
-    rejectQuery(request);
     const inputs = store.validate(arrayBody(request, 'objects'), 'create', true);
     return reply.status(201).send({ data: inputs.length === 0 ? [] : await store.create(inputs, writeContext(request)) });
   });
 
   app.put(`${base}/update-many`, async (request) => {
-    rejectQuery(request);
     const body = arrayBody(request, 'objects with an id');
     body.forEach((item, i) => {
       if (!isObject(item) || typeof item.id !== 'string') throw badRequest(`[${i}].id: each item must be an object with a string id`);
@@ -85,7 +72,6 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   });
 
   app.delete(`${base}/delete-many`, async (request) => {
-    rejectQuery(request);
     const ids = arrayBody(request, 'ids');
     ids.forEach((id, i) => {
       if (typeof id !== 'string' || id === '') throw badRequest(`[${i}]: each item must be an id string`);

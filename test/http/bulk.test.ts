@@ -398,4 +398,24 @@ eachDatabase('rows: bulk create, update, delete', (kind) => {
     }
     assert.deepEqual((await dump(code)).map((x) => x.id), ['stay']);
   });
+
+  it('write routes take no query parameters: one given is a 400 naming it, and nothing is written', async () => {
+    const code = await table();
+    const before = await dump(code);
+    const cases: [string, string, unknown][] = [
+      ['POST', `/api/tables/${code}/rows?upsert=true`, { values: { title: 'q' } }],
+      ['PATCH', `/api/tables/${code}/rows/x?x=1`, { values: {} }],
+      ['DELETE', `/api/tables/${code}/rows/x?force=1`, undefined],
+      ['POST', `${bulkUrl(code)}?upsert=true`, { data: [{ values: { title: 'q' } }] }],
+      ['PATCH', `${bulkUrl(code)}?a=b`, { data: [] }],
+      ['DELETE', `${bulkUrl(code)}?a=b`, { ids: [] }],
+      ['POST', '/api/rows-batch?dryRun=1', { operations: [{ type: 'create', tableId: code, values: { title: 'q' } }] }],
+    ];
+    for (const [method, url, body] of cases) {
+      const r = await t.request(method as 'POST', url, { body });
+      const err = expectError(r, 400);
+      assert.match(err.message as string, /query parameter/, `${method} ${url}`);
+    }
+    assert.deepEqual(await dump(code), before);
+  });
 });
