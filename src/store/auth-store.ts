@@ -22,9 +22,11 @@ export async function authenticate(db: Db, key: string, memo?: ReadCache<KeyRow>
   const hash = hashApiKey(key);
   const load = async () => (await lookup.run(db, [hash])).rows[0];
   const row = memo ? await memo.get(db, hash, load) : await load();
-  if (!row || row.revokedAt !== null) return null;
+  if (!row) return null;
   const now = Date.now();
-  if (row.expiresAt !== null && Date.parse(row.expiresAt as string) <= now) return null;
+  // Both take effect at the time they name: a revocation set for later is a scheduled one.
+  const reached = (at: unknown) => at !== null && Date.parse(at as string) <= now;
+  if (reached(row.revokedAt) || reached(row.expiresAt)) return null;
   if (row.lastUsedAt === null || now - Date.parse(row.lastUsedAt as string) > LAST_USED_RESOLUTION_MS) {
     await db.updateTable('rh_api_keys').set({ lastUsedAt: new Date(now).toISOString() }).where('id', '=', row.id).execute();
   }

@@ -103,6 +103,17 @@ eachDatabase('authentication (CONTRACT §2)', (kind) => {
     expectError(await t.get('/api/flows', { key }), 401);
   });
 
+  it('a revokedAt in the future schedules the revocation; one now or past refuses the key', async () => {
+    const made = await t.post('/api/api-keys', { name: 'scheduled' });
+    assert.equal(made.status, 201, made.text);
+    const key = made.body.key as string;
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    assert.equal((await t.put(`/api/api-keys/${made.body.id}`, { revokedAt: later })).status, 200);
+    assert.equal((await t.get('/api/flows', { key })).status, 200);
+    assert.equal((await t.put(`/api/api-keys/${made.body.id}`, { revokedAt: new Date(Date.now() - 1000).toISOString() })).status, 200);
+    expectError(await t.get('/api/flows', { key }), 401);
+  });
+
   it('refuses an expired key and accepts one expiring in the future', async () => {
     const soon = await t.post('/api/api-keys', { name: 'future', expiresAt: new Date(Date.now() + 3600_000).toISOString() });
     assert.equal(soon.status, 201, soon.text);
