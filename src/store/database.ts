@@ -94,6 +94,7 @@ function openSqlite(file: string): Database {
   // the main connection writes): they neither wait behind a write transaction nor see its work.
   // A second connection to :memory: would be another database, so that one reads in line.
   let reader: SqliteDatabase.Database | undefined;
+  const exporters = new Set<SqliteDatabase.Database>();
   let dataVersion: SqliteDatabase.Statement | undefined;
   const readConnection = () => {
     if (!reader) {
@@ -122,12 +123,43 @@ function openSqlite(file: string): Database {
             dataVersion ??= readConnection().prepare('pragma data_version').pluck();
             return dataVersion.get() as number;
           },
-          iterate: (query: { sql: string; parameters: readonly unknown[] }) =>
-            // Not a cached statement: one that is iterating cannot run again until it is done.
-            readConnection().prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>,
+          iterate: (query: { sql: string; parameters: readonly unknown[] }) => {
+            // A connection of its own: its snapshot lasts as long as the export, and must not
+            // become that of the other reads (a new row unseen, a revoked key still accepted).
+            const conn = new SqliteDatabase(file, { readonly: true });
+            sameSemantics(conn);
+            exporters.add(conn);
+            const rows = conn.prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>;
+            const done = () => {
+              rows.return?.();
+              exporters.delete(conn);
+              if (conn.open) conn.close();
+            };
+            return {
+              [Symbol.iterator]() {
+                return this;
+              },
+              next() {
+                const r = rows.next();
+                if (r.done) done();
+                return r;
+              },
+              return(value?: unknown) {
+                done();
+                return { done: true as const, value };
+              },
+            };
+          },
         }),
     close: async () => {
       clearInterval(optimizer);
+      for (const conn of exporters) {
+        try {
+          conn.close();
+        } catch {
+          // An export still reading: its statement ends with the process.
+        }
+      }
       reader?.close();
       try {
         raw.pragma('optimize');

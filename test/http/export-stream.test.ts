@@ -220,4 +220,42 @@ eachDatabase('rows: export streaming', (kind) => {
     req.destroy();
     assert.equal((await within(5000, 'DELETE /rows', api('/api/tables/big/rows/zz-during-export', { method: 'DELETE' }))).status, 204);
   });
+
+  it('while an export is paused, other reads see every commit: a new row, a deleted row, a new and a revoked key', async () => {
+    const { req, response } = open(`/api/tables/big/rows-export${CSV}`);
+    const res = await response;
+    await readAtLeast(res, 64 * 1024);
+    try {
+      const made = await api('/api/tables/big/rows', { method: 'POST', body: JSON.stringify({ id: 'fresh-during-export', values: { n: -1 } }) });
+      assert.equal(made.status, 201);
+      assert.equal((await api('/api/tables/big/rows/fresh-during-export')).status, 200);
+      const listed = await api(`/api/tables/big/rows?filter=${encodeURIComponent(JSON.stringify({ id: { _eq: 'fresh-during-export' } }))}`);
+      assert.equal(((await listed.json()) as { data: unknown[] }).data.length, 1);
+      assert.equal((await api('/api/tables/big/rows/fresh-during-export', { method: 'DELETE' })).status, 204);
+      assert.equal((await api('/api/tables/big/rows/fresh-during-export')).status, 404);
+      const key = (await (await api('/api/api-keys', { method: 'POST', body: JSON.stringify({ name: 'during export' }) })).json()) as { id: string; key: string };
+      assert.equal((await fetch(`${base}/api/flows`, { headers: { 'x-api-key': key.key } })).status, 200);
+      const revoked = await api(`/api/api-keys/${key.id}`, { method: 'PUT', body: JSON.stringify({ revokedAt: new Date(Date.now() - 1000).toISOString() }) });
+      assert.equal(revoked.status, 200);
+      assert.equal((await fetch(`${base}/api/flows`, { headers: { 'x-api-key': key.key } })).status, 401);
+    } finally {
+      req.destroy();
+    }
+  });
+
+  it('a client that reads as fast as it can does not hold up other requests until the export ends', async () => {
+    const started = Date.now();
+    let exportEnded = 0;
+    const whole = api(`/api/tables/big/rows-export${CSV}`).then(async (r) => {
+      await r.arrayBuffer();
+      exportEnded = Date.now();
+    });
+    // Let the export start streaming, then ask for a row: it must be answered before the export ends.
+    await sleep(20);
+    const r = await api(`/api/tables/big/rows/${idOf(7)}`);
+    const answered = Date.now();
+    assert.equal(r.status, 200);
+    await whole;
+    assert.ok(answered < exportEnded, `get-by-id answered after ${answered - started} ms, the export ended after ${exportEnded - started} ms`);
+  });
 });
