@@ -55,7 +55,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
 
-  installErrorHandling(app);
+  installErrorHandling(app, database.dialect);
   installAuth(app, database);
   installWriteQueryRule(app);
   healthRoutes(app, database);

@@ -8,9 +8,12 @@ import { badRequest } from '../errors.ts';
 
 type CursorValue = string | number | boolean | null;
 
-/** What a cursor is bound to: a digest of the table id and the canonical filter and sort. */
-export function cursorBinding(tableId: string, filter: unknown, sort: unknown): string {
-  return createHash('sha256').update(JSON.stringify([tableId, filter ?? null, sort ?? null])).digest('base64url').slice(0, 16);
+/**
+ * What a cursor is bound to: a digest of the table id, the canonical filter and sort, and the
+ * sort keys' columns and types, so a cursor outlives no change of a field it carries values of.
+ */
+export function cursorBinding(tableId: string, filter: unknown, sort: unknown, keys: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify([tableId, filter ?? null, sort ?? null, keys])).digest('base64url').slice(0, 16);
 }
 
 function mac(secret: string, body: string): Buffer {

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, statusName } from '../errors.ts';
+import type { Dialect } from '../store/dialect.ts';
 
 /** Every error on every route leaves in the one format (CONTRACT §3); a 500 never shows its cause. */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
   app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
-    if (err instanceof HttpError) {
-      return reply.status(err.statusCode).send(err.toBody());
-    }
+    if (err instanceof HttpError) return reply.status(err.statusCode).send(err.toBody());
+    const known = databaseError(err, dialect);
+    if (known) return reply.status(known.statusCode).send(known.toBody());
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status < 500) {
       return reply.status(status).send({ statusCode: status, error: statusName(status), message: clientMessage(err, request.headers['content-type']) });
@@ -25,6 +26,17 @@ export function installErrorHandling(app: FastifyInstance): void {
     const path = request.url.split('?')[0];
     reply.status(404).send({ statusCode: 404, error: statusName(404), message: `Route ${request.method} ${path} not found` });
   });
+}
+
+/** Database errors a request can meet through no fault of the service, as the statuses they are. */
+function databaseError(err: unknown, dialect: Dialect): HttpError | undefined {
+  if (dialect.isSchemaChanged(err)) {
+    return new HttpError(409, "The table's fields changed while this request ran; send it again");
+  }
+  if (dialect.isTooManyColumns(err)) {
+    return new HttpError(400, 'The table has reached the database\'s limit of columns (fields removed over time count too): create a new table');
+  }
+  return undefined;
 }
 
 /** Fastify's own 4xx messages, made to name what is at fault where they do not. */

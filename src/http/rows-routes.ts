@@ -4,7 +4,7 @@ import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts
 import { checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { invalid, notFound } from '../errors.ts';
-import type { Database } from '../store/database.ts';
+import { type Database, inTransaction } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
@@ -41,7 +41,8 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50, details);
     const selection = parseSelection(params, table, details);
     throwIfInvalid(details, 'Invalid list query');
-    const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort);
+    const keyColumns = selection.keys.map((k) => `${k.target.column}:${k.target.type.name}`);
+    const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort, keyColumns);
     const after = params.cursor === undefined ? null : readCursor(deps.secret, params.cursor, binding, selection.keys.length);
     const raw = await rows.page(database.db, table, { filter: selection.filter, keys: selection.keys, after, limit: pageSize + 1 });
     const page = raw.slice(0, pageSize);
@@ -74,7 +75,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const ctx = writeContext(request);
     // An upsert reads, then writes: one transaction, so no other writer comes between.
     const result = input.upsert
-      ? await database.db.transaction().execute((tx) => rows.create(tx, table, input, ctx))
+      ? await inTransaction(database, (tx) => rows.create(tx, table, input, ctx))
       : await rows.create(database.db, table, input, ctx);
     return reply.status(result.created ? 201 : 200).send(result.row);
   });

@@ -34,6 +34,26 @@ export interface Database {
  */
 export const directReaders = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]>();
 
+/** PostgreSQL gave up on a transaction because of other writers (deadlock, serialization failure). */
+const RETRYABLE = new Set(['40P01', '40001']);
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Every write runs here: one transaction. Concurrent requests may take row locks in opposite
+ * orders; PostgreSQL then aborts one of them, which is run again from the start. (SQLite runs
+ * one transaction at a time, so it never needs to.)
+ */
+export async function inTransaction<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await database.db.transaction().execute(work);
+    } catch (err) {
+      const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
+      if (attempt >= MAX_ATTEMPTS || !RETRYABLE.has(code)) throw err;
+    }
+  }
+}
+
 /** Runs a compiled SELECT, on SQLite's read connection when outside a transaction. */
 export async function readRows(db: Db, query: { sql: string; parameters: readonly unknown[] }): Promise<Record<string, unknown>[]> {
   const direct = directReaders.get(db);

@@ -19,10 +19,14 @@ export interface Dialect {
   decodeJson(v: unknown): unknown;
   /** A unique or primary-key constraint failed. */
   isUniqueViolation(err: unknown): boolean;
-  /** A NOT NULL constraint failed. */
-  isNotNullViolation(err: unknown): boolean;
+  /** A table or column the statement names is gone: the table was changed by another request meanwhile. */
+  isSchemaChanged(err: unknown): boolean;
+  /** The table has reached the database's limit of columns (PostgreSQL counts dropped ones too). */
+  isTooManyColumns(err: unknown): boolean;
   /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
   canAlterNullability: boolean;
+  /** Whether SELECT … FOR UPDATE exists and is needed: SQLite runs one write transaction at a time. */
+  lockRows: boolean;
   /** Where NULLs sort when an ORDER BY names no NULLS FIRST/LAST (SQLite: smallest; PostgreSQL: largest). */
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
@@ -32,6 +36,10 @@ export interface Dialect {
   /** `now`, or 1 ms past the column's value when the clock has not moved beyond it: a timestamp that always moves. */
   nextTimestamp(column: string, now: unknown): RawBuilder<unknown>;
 }
+
+const messageOf = (err: unknown) => String((err as { message?: unknown })?.message ?? '');
+/** A user table's or field's physical name: only those change under a running request. */
+const USER_TABLE_NAME = /\b(rows|f)_[0-9a-f]{32}\b/;
 
 function errCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
@@ -71,8 +79,10 @@ export const sqliteDialect: Dialect = {
     const code = errCode(err);
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
-  isNotNullViolation: (err) => errCode(err) === 'SQLITE_CONSTRAINT_NOTNULL',
+  isSchemaChanged: (err) => errCode(err) === 'SQLITE_ERROR' && /no such (column|table)/.test(messageOf(err)) && USER_TABLE_NAME.test(messageOf(err)),
+  isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(String((err as Error).message)),
   canAlterNullability: false,
+  lockRows: false,
   nullsFirstByDefault: (direction) => direction === 'asc',
   listContains(column, value) {
     const element = sql`select 1 from json_each(${sql.ref(column)}) as e`;
@@ -95,8 +105,10 @@ export const postgresDialect: Dialect = {
   encodeJson: (v) => JSON.stringify(v),
   decodeJson: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
   isUniqueViolation: (err) => errCode(err) === '23505',
-  isNotNullViolation: (err) => errCode(err) === '23502',
+  isSchemaChanged: (err) => (errCode(err) === '42703' || errCode(err) === '42P01') && USER_TABLE_NAME.test(messageOf(err)),
+  isTooManyColumns: (err) => errCode(err) === '54011',
   canAlterNullability: true,
+  lockRows: true,
   nullsFirstByDefault: (direction) => direction === 'desc',
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
   // Text columns are COLLATE "C", whose lower() folds ASCII only; the database's own collation folds every letter.

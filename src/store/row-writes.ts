@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
-import type { Database, Db } from './database.ts';
+import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowRecord, RowStore } from './rows.ts';
 import type { TableCatalog, TableDef } from './table-catalog.ts';
@@ -36,12 +36,6 @@ function rejectRepeats(ids: (string | undefined)[], key: string): void {
   });
 }
 
-/** PostgreSQL gave up on the transaction because of other writers (deadlock, serialization failure): run it again. */
-const RETRY_CODES = new Set(['40P01', '40001']);
-const MAX_ATTEMPTS = 5;
-const isRetryable = (err: unknown) =>
-  typeof err === 'object' && err !== null && 'code' in err && RETRY_CODES.has(String((err as { code: unknown }).code));
-
 /** How many operations from `start` on are plain creates in the same table (no options), to insert together. */
 function createRun(ops: unknown[], start: number): number {
   const first = ops[start];
@@ -67,18 +61,8 @@ export class RowWriter {
     private readonly rows: RowStore,
   ) {}
 
-  /**
-   * Runs `work` in one transaction. Concurrent requests may take row locks in opposite orders (a
-   * batch runs in the client's order); PostgreSQL then aborts one of them, which is run again.
-   */
-  private async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.database.db.transaction().execute(work);
-      } catch (err) {
-        if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
-      }
-    }
+  private transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return inTransaction(this.database, work);
   }
 
   /** POST /rows-bulk: creates, or with upsert updates the rows whose id exists. */
@@ -175,7 +159,7 @@ export class RowWriter {
    * that lock this way never wait for each other in a cycle.
    */
   private async present(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
-    if (this.database.dialect.name !== 'postgres') return this.rows.existing(tx, table, ids);
+    if (!this.database.dialect.lockRows) return this.rows.existing(tx, table, ids);
     const sorted = [...new Set(ids.filter((id) => ROW_ID.test(id)))].sort();
     const found = new Set<string>();
     for (let i = 0; i < sorted.length; i += 500) {
@@ -217,7 +201,7 @@ export class RowWriter {
    * Operations that are malformed or name an unknown table are left for their turn to fail.
    */
   private async lockTargets(tx: Db, operations: unknown[], tables: Map<string, TableDef>): Promise<void> {
-    if (this.database.dialect.name !== 'postgres') return;
+    if (!this.database.dialect.lockRows) return;
     const byTable = new Map<string, { table: TableDef; ids: string[] }>();
     for (const op of operations) {
       if (!isObject(op) || typeof op.tableId !== 'string' || op.tableId === '' || typeof op.id !== 'string' || op.id === '') continue;
@@ -271,7 +255,12 @@ export class RowWriter {
       seen.add(input.id);
     }
     if (invalidAt) throw failAt(invalidAt.k, invalidAt.err);
-    return this.rows.insertMany(tx, table, inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values })), ctx);
+    try {
+      return await this.rows.insertMany(tx, table, inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values })), ctx);
+    } catch (err) {
+      // Another writer inserted one of these ids meanwhile; the run's first operation answers for it.
+      throw failAt(0, err);
+    }
   }
 
   private async tableFor(tx: Db, tableId: string, tables: Map<string, TableDef>): Promise<TableDef> {

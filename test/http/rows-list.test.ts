@@ -795,6 +795,17 @@ eachDatabase('rows: list', (kind) => {
         }
       });
 
+      it('a cursor made before a sort field was replaced by one of another type is refused', async () => {
+        const made = await makeTable('replaced', [{ code: 'a', type: 'number' }]);
+        for (let i = 0; i < 3; i++) await t.post('/api/tables/replaced/rows', { values: { a: i } });
+        const sort = [s('a', 'asc', 'nullsLast')];
+        const next = await nextUrlOf({ sort, pageSize: '1' }, '/api/tables/replaced/rows');
+        const put = await t.put(`/api/tables/${made.id}`, { fields: [{ code: 'a', type: 'date' }] });
+        assert.equal(put.status, 200, put.text);
+        const r = await t.get(next.pathname + next.search);
+        assert.match(expectError(r, 400).message as string, /cursor/);
+      });
+
       it('a cursor from another table', async () => {
         const other = await makeTable('others', [{ code: 'label', type: 'text' }, { code: 'n', type: 'number' }]);
         for (let i = 0; i < 3; i++) await t.post('/api/tables/others/rows', { values: { label: `o${i}`, n: i } });

@@ -463,4 +463,40 @@ eachDatabase('tables: update', (kind) => {
       assert.equal((await k.columns(two.table.id))[physicalColumn(two.n.id)], true);
     });
   });
+
+  describe('concurrent changes', () => {
+    it('row writes racing a field removal answer 201 or 409 (send again), never a 500', async () => {
+      const made = await t.post('/api/tables', { code: 'racing_rows', name: 'R', fields: [{ code: 'a', type: 'text' }, { code: 'b', type: 'text' }] });
+      assert.equal(made.status, 201, made.text);
+      const writes = Array.from({ length: 40 }, () => t.post('/api/tables/racing_rows/rows', { values: { a: 'x', b: 'y' } }));
+      const put = t.put(`/api/tables/${made.body.id}`, { fields: [{ id: made.body.fields[0].id }] });
+      const replies = await Promise.all([...writes, put]);
+      assert.equal(replies[40].status, 200, replies[40].text);
+      for (const r of replies.slice(0, 40)) {
+        if (r.status === 409) expectError(r, 409);
+        else assert.ok(r.status === 201 || r.status === 400, `${r.status} ${r.text}`);
+      }
+    });
+
+    it('two PUTs of one table\'s fields at once take turns: the definition and the SQL table agree afterwards', async () => {
+      for (let round = 0; round < 4; round++) {
+        const made = await t.post('/api/tables', { code: `race${round}`, name: 'Race', fields: [{ code: 'a', type: 'text' }, { code: 'b', type: 'text' }] });
+        assert.equal(made.status, 201, made.text);
+        const [a, b] = made.body.fields;
+        const id = made.body.id as string;
+        const replies = await Promise.all([
+          t.put(`/api/tables/${id}`, { fields: [{ id: a.id }] }),
+          t.put(`/api/tables/${id}`, { fields: [{ id: a.id }, { id: b.id }, { code: 'c', type: 'text' }] }),
+        ]);
+        for (const r of replies) assert.ok(r.status === 200 || r.status === 400, `${r.status} ${r.text}`);
+        const def = await t.get(`/api/tables/${id}`);
+        const values = Object.fromEntries((def.body.fields as { code: string }[]).map((f) => [f.code, 'x']));
+        const row = await t.post(`/api/tables/${id}/rows`, { values });
+        assert.equal(row.status, 201, row.text);
+        const list = await t.get(`/api/tables/${id}/rows`);
+        assert.equal(list.status, 200, list.text);
+        assert.deepEqual(Object.keys(list.body.data[0].values).sort(), Object.keys(values).sort());
+      }
+    });
+  });
 });

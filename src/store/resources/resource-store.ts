@@ -10,7 +10,7 @@ import {
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
 import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../../errors.ts';
-import type { Database, Db } from '../database.ts';
+import { type Database, type Db, inTransaction } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
 import { uniqueViolationMessage } from '../sql-errors.ts';
 import { type AttrSpec, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
@@ -218,7 +218,7 @@ export class ResourceStore {
 
   /** Runs one step per input in one transaction; a failing step names its index and undoes all. */
   private async write<T>(many: boolean, inputs: T[], step: (tx: Db, input: T) => Promise<Item>): Promise<Item[]> {
-    return this.database.db.transaction().execute(async (tx) => {
+    return inTransaction(this.database, async (tx) => {
       const items: Item[] = [];
       for (const [i, input] of inputs.entries()) {
         try {

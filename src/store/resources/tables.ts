@@ -162,8 +162,8 @@ async function requiredProblems(tx: Db, tableId: string, plan: FieldPlan): Promi
   return problems;
 }
 
-async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext): Promise<void> {
-  const before = new Set((await loadFields(tx, dialect, [tableId])).get(tableId)?.map((f) => f.id));
+/** Saves the new field list; `before` holds the ids of the fields the table had. */
+async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext, before: Set<string>): Promise<void> {
   if (changes.removed.length > 0) {
     await tx.deleteFrom('rh_fields').where('id', 'in', changes.removed.map((f) => f.id)).execute();
   }
@@ -194,6 +194,13 @@ async function releaseCodes(tx: Db, tableId: string): Promise<void> {
 }
 
 export function tablesSpec(dialect: Dialect): ResourceSpec {
+  /**
+   * Changes of one table take turns: the second waits here until the first commits, then reads the
+   * fields as they are now (on PostgreSQL; SQLite runs one write transaction at a time anyway).
+   */
+  const lockTable = async (tx: Db, tableId: string) => {
+    if (dialect.lockRows) await tx.selectFrom('rh_tables').select('id').where('id', '=', tableId).forUpdate().execute();
+  };
   return {
     name: 'tables',
     table: 'rh_tables',
@@ -224,12 +231,13 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       async afterInsert(tx, item, input, ctx) {
         const plan = reviewFields([], (input.fields as FieldInput[] | undefined) ?? []);
         if (plan.problems.length > 0) throw invalid(plan.problems, 'Invalid table');
-        await saveFields(tx, dialect, item.id as string, plan.changes, ctx);
+        await saveFields(tx, dialect, item.id as string, plan.changes, ctx, new Set());
         await createUserTable(tx, dialect, item.id as string, plan.changes.fields);
       },
       async beforeUpdate(tx, before, changes, input, ctx) {
         changes.version = sql`${sql.ref('version')} + 1`;
         const problems = codeProblems(input);
+        await lockTable(tx, before.id as string);
         if (input.fields !== undefined) {
           const tableId = before.id as string;
           const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
@@ -237,13 +245,14 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
           problems.push(...plan.problems, ...(await requiredProblems(tx, tableId, plan)));
           if (problems.length === 0) {
             await releaseCodes(tx, tableId);
-            await saveFields(tx, dialect, tableId, plan.changes, ctx);
+            await saveFields(tx, dialect, tableId, plan.changes, ctx, new Set(existing.map((f) => f.id)));
             await applyFieldChanges(tx, dialect, tableId, plan.changes);
           }
         }
         if (problems.length > 0) throw invalid(problems, 'Invalid table');
       },
       async beforeDelete(tx, item) {
+        await lockTable(tx, item.id as string);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
         await dropUserTable(tx, item.id as string);
       },
