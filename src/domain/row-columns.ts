@@ -40,10 +40,17 @@ export const SYSTEM_COLUMNS: Record<string, RowColumn> = Object.fromEntries(
 
 export const isSystemColumn = (key: string): boolean => Object.hasOwn(SYSTEM_COLUMNS, key);
 
-const hex = (uuid: string) => uuid.replace(/-/g, '').toLowerCase();
+/** An id as it appears in physical names: its 32 hex digits. */
+export const idHex = (uuid: string) => uuid.replace(/-/g, '').toLowerCase();
 
 /** The physical column of a field: from its id, so renaming a code touches only metadata. */
-export const fieldColumn = (fieldId: string) => `f_${hex(fieldId)}`;
+export const fieldColumn = (fieldId: string) => `f_${idHex(fieldId)}`;
+
+/** The physical table of a user table, named from its id. */
+export const tableName = (tableId: string) => `rows_${idHex(tableId)}`;
+
+/** The system columns in record order: API name and physical column. */
+export const SYSTEM_ORDER = Object.values(SYSTEM_COLUMNS);
 
 export function fieldTarget(field: FieldDef): RowColumn {
   return { key: field.code, column: fieldColumn(field.id), type: fieldType(field.type), field, system: false };

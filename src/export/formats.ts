@@ -1,5 +1,6 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
+import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
 
 /** The export file formats (the seed spec's "Export rows", CONTRACT §7): how one row becomes one line. */
@@ -13,7 +14,7 @@ export const FORMAT_INFO: Record<ExportFormat, { contentType: string; extension:
   jsonl: { contentType: 'application/x-ndjson', extension: 'jsonl' },
 };
 
-const SYSTEM_COLUMNS = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy'] as const;
+const SYSTEM_COLUMNS = SYSTEM_ORDER.map((c) => c.key);
 
 export interface RowFormatter {
   /** The header line (with its newline), or '' when there is none. */

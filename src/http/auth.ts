@@ -27,9 +27,9 @@ export function installAuth(app: FastifyInstance, database: Database): void {
   const keys = new ReadCache<Record<string, unknown> | undefined>(database);
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
-    const key = request.headers['x-api-key'];
+    // Node joins a repeated header into one string, which is then no valid key.
+    const key = request.headers['x-api-key'] as string | undefined;
     if (key === undefined || key === '') throw unauthorized('X-API-Key header is required');
-    if (typeof key !== 'string') throw unauthorized('X-API-Key header must be given once');
     const principal = await authenticate(database.db, key, keys);
     if (!principal) throw unauthorized('X-API-Key is not a valid API key (unknown, revoked or expired)');
     request.principal = principal;

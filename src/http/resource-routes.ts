@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
-import { badRequest } from '../errors.ts';
+import { badRequest, invalid } from '../errors.ts';
 import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
 import type { Item } from '../store/resources/resource-spec.ts';
 import { writeContext } from './auth.ts';
@@ -32,8 +32,8 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
 
   app.get<WithId>(`${base}/:id`, async (request) => {
     const { relations, ...rest } = request.query as Record<string, unknown>;
-    const q = parseResourceListQuery({ ...(relations === undefined ? {} : { relations }), ...rest }, store.queryable);
-    if (Object.keys(rest).length > 0) throw badRequest('Only the relations parameter applies to a single item');
+    if (Object.keys(rest).length > 0) throw badRequest(`Unknown query parameter ${Object.keys(rest).join(', ')}: only relations applies to a single item`);
+    const q = parseResourceListQuery(relations === undefined ? {} : { relations }, store.queryable);
     return store.get(await store.resolveId(request.params.id), q.relations);
   });
 
@@ -64,18 +64,16 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
 
   app.put(`${base}/update-many`, async (request) => {
     const body = arrayBody(request, 'objects with an id');
-    body.forEach((item, i) => {
-      if (!isObject(item) || typeof item.id !== 'string') throw badRequest(`[${i}].id: each item must be an object with a string id`);
-    });
+    const noId = body.flatMap((item, i) => (isObject(item) && typeof item.id === 'string' ? [] : [{ path: `[${i}].id`, message: 'each item must be an object with a string id' }]));
+    if (noId.length > 0) throw invalid(noId, 'Invalid update-many');
     const inputs = store.validate(body, 'update', true);
     return { data: inputs.length === 0 ? [] : await store.update(inputs, writeContext(request)) };
   });
 
   app.delete(`${base}/delete-many`, async (request) => {
     const ids = arrayBody(request, 'ids');
-    ids.forEach((id, i) => {
-      if (typeof id !== 'string' || id === '') throw badRequest(`[${i}]: each item must be an id string`);
-    });
+    const notIds = ids.flatMap((id, i) => (typeof id === 'string' && id !== '' ? [] : [{ path: `[${i}]`, message: 'each item must be an id string' }]));
+    if (notIds.length > 0) throw invalid(notIds, 'Invalid delete-many');
     return { data: ids.length === 0 ? [] : await store.remove(ids as string[], writeContext(request)) };
   });
 }

@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
 import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
-import { checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
-import type { ErrorDetail } from '../errors.ts';
-import { invalid, notFound } from '../errors.ts';
+import { checkRowCreate, checkRowPatch, throwIfInvalid } from '../domain/row-values.ts';
+import { type ErrorDetail, notFound } from '../errors.ts';
 import { type Database, inTransaction } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';

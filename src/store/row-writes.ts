@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
+import { repeatedIds } from '../domain/repeated-ids.ts';
 import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
@@ -27,13 +28,7 @@ function arrayOf(body: unknown, key: string, allowed: string[], what: string): u
 }
 
 function rejectRepeats(ids: (string | undefined)[], key: string): void {
-  const seen = new Map<string, number>();
-  ids.forEach((id, i) => {
-    if (id === undefined) return;
-    const first = seen.get(id);
-    if (first !== undefined) throw invalid([{ path: `${key}[${i}]`, message: `repeats id ${id} of ${key}[${first}]` }], 'Invalid request');
-    seen.set(id, i);
-  });
+  throwIfInvalid(repeatedIds(ids, key), 'Invalid request');
 }
 
 /** How many operations from `start` on are plain creates in the same table (no options), to insert together. */

@@ -1,6 +1,6 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
-import { fieldColumn } from '../domain/row-columns.ts';
+import { SYSTEM_ORDER, fieldColumn } from '../domain/row-columns.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
@@ -30,7 +30,7 @@ export interface RowRecord {
 
 export type RawRow = Record<string, unknown>;
 
-const SYSTEM = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by'];
+const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 
 interface TableCodec {
   columns: string[];
@@ -233,9 +233,8 @@ export class RowStore {
       try {
         for (;;) {
           const chunk: unknown[][] = [];
-          for (let r = rows.next(); !r.done; r = chunk.length < q.chunk ? rows.next() : { done: true, value: undefined }) {
-            chunk.push(r.value);
-          }
+          let r: IteratorResult<unknown[]> | undefined;
+          while (chunk.length < q.chunk && !(r = rows.next()).done) chunk.push(r.value);
           if (chunk.length === 0) return;
           yield chunk;
         }

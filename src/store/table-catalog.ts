@@ -88,8 +88,4 @@ export class TableCatalog {
     this.cache.set(def.id, def);
     return def;
   }
-
-  forget(tableId: string): void {
-    this.cache.delete(tableId);
-  }
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
+import { SYSTEM_ORDER, fieldColumn, idHex, tableName } from '../domain/row-columns.ts';
 import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
 
@@ -10,34 +11,25 @@ import type { Dialect } from './dialect.ts';
  * ever reaches SQL as an identifier.
  */
 
-const hex = (uuid: string) => uuid.replace(/-/g, '').toLowerCase();
-
-export const physicalTable = (tableId: string) => `rows_${hex(tableId)}`;
-export const physicalColumn = (fieldId: string) => `f_${hex(fieldId)}`;
+export { fieldColumn as physicalColumn, tableName as physicalTable } from '../domain/row-columns.ts';
 
 /** System columns: API name → physical column. */
-export const SYSTEM_COLUMNS = {
-  id: 'id',
-  createdAt: 'created_at',
-  updatedAt: 'updated_at',
-  createdBy: 'created_by',
-  updatedBy: 'updated_by',
-} as const;
+const SYSTEM = Object.fromEntries(SYSTEM_ORDER.map((c) => [c.key, c.column])) as Record<'id' | 'createdAt' | 'updatedAt' | 'createdBy' | 'updatedBy', string>;
 
 /** Indexes on (sort key, id): what keeps sorted filters and keyset pages fast as tables grow. */
 function indexesOf(tableId: string, fields: FieldDef[]): { name: string; column: string }[] {
-  const t = hex(tableId);
+  const t = idHex(tableId);
   return [
-    { name: `i_${t}_created`, column: SYSTEM_COLUMNS.createdAt },
-    { name: `i_${t}_updated`, column: SYSTEM_COLUMNS.updatedAt },
-    ...fields.filter((f) => fieldType(f.type).sortable).map((f) => ({ name: `i_${hex(f.id)}`, column: physicalColumn(f.id) })),
+    { name: `i_${t}_created`, column: SYSTEM.createdAt },
+    { name: `i_${t}_updated`, column: SYSTEM.updatedAt },
+    ...fields.filter((f) => fieldType(f.type).sortable).map((f) => ({ name: `i_${idHex(f.id)}`, column: fieldColumn(f.id) })),
   ];
 }
 
 async function createIndexes(tx: Db, tableId: string, fields: FieldDef[], only?: FieldDef[]): Promise<void> {
   const wanted = only ? indexesOf(tableId, only).slice(2) : indexesOf(tableId, fields);
   for (const ix of wanted) {
-    await tx.schema.createIndex(ix.name).on(physicalTable(tableId)).columns([ix.column, 'id']).execute();
+    await tx.schema.createIndex(ix.name).on(tableName(tableId)).columns([ix.column, 'id']).execute();
   }
 }
 
@@ -47,12 +39,12 @@ async function createTable(tx: Db, dialect: Dialect, name: string, fields: Field
   let builder = tx.schema
     .createTable(name)
     .addColumn('id', text, (c) => c.primaryKey())
-    .addColumn(SYSTEM_COLUMNS.createdAt, ts, (c) => c.notNull())
-    .addColumn(SYSTEM_COLUMNS.updatedAt, ts, (c) => c.notNull())
-    .addColumn(SYSTEM_COLUMNS.createdBy, text, (c) => c.notNull())
-    .addColumn(SYSTEM_COLUMNS.updatedBy, text, (c) => c.notNull());
+    .addColumn(SYSTEM.createdAt, ts, (c) => c.notNull())
+    .addColumn(SYSTEM.updatedAt, ts, (c) => c.notNull())
+    .addColumn(SYSTEM.createdBy, text, (c) => c.notNull())
+    .addColumn(SYSTEM.updatedBy, text, (c) => c.notNull());
   for (const f of fields) {
-    builder = builder.addColumn(physicalColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column)), (c) =>
+    builder = builder.addColumn(fieldColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column)), (c) =>
       f.required ? c.notNull() : c,
     );
   }
@@ -60,23 +52,23 @@ async function createTable(tx: Db, dialect: Dialect, name: string, fields: Field
 }
 
 export async function createUserTable(tx: Db, dialect: Dialect, tableId: string, fields: FieldDef[]): Promise<void> {
-  await createTable(tx, dialect, physicalTable(tableId), fields);
+  await createTable(tx, dialect, tableName(tableId), fields);
   await createIndexes(tx, tableId, fields);
 }
 
 export async function dropUserTable(tx: Db, tableId: string): Promise<void> {
-  await tx.schema.dropTable(physicalTable(tableId)).ifExists().execute();
+  await tx.schema.dropTable(tableName(tableId)).ifExists().execute();
 }
 
 export async function hasRows(tx: Db, tableId: string): Promise<boolean> {
-  return (await tx.selectFrom(physicalTable(tableId)).select(sql.lit(1).as('one')).limit(1).executeTakeFirst()) !== undefined;
+  return (await tx.selectFrom(tableName(tableId)).select(sql.lit(1).as('one')).limit(1).executeTakeFirst()) !== undefined;
 }
 
 export async function hasNulls(tx: Db, tableId: string, field: FieldDef): Promise<boolean> {
   const row = await tx
-    .selectFrom(physicalTable(tableId))
+    .selectFrom(tableName(tableId))
     .select(sql.lit(1).as('one'))
-    .where(physicalColumn(field.id), 'is', null)
+    .where(fieldColumn(field.id), 'is', null)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
@@ -97,35 +89,35 @@ export interface FieldChanges {
  * table is rebuilt with the new definition and its rows copied over.
  */
 export async function applyFieldChanges(tx: Db, dialect: Dialect, tableId: string, c: FieldChanges): Promise<void> {
-  const table = physicalTable(tableId);
+  const table = tableName(tableId);
   if (c.nullability.length > 0 && !dialect.canAlterNullability) {
     await rebuildTable(tx, dialect, tableId, c.fields);
     return;
   }
   for (const f of c.removed) {
-    if (fieldType(f.type).sortable) await tx.schema.dropIndex(`i_${hex(f.id)}`).ifExists().execute();
-    await tx.schema.alterTable(table).dropColumn(physicalColumn(f.id)).execute();
+    if (fieldType(f.type).sortable) await tx.schema.dropIndex(`i_${idHex(f.id)}`).ifExists().execute();
+    await tx.schema.alterTable(table).dropColumn(fieldColumn(f.id)).execute();
   }
   for (const f of c.added) {
-    await tx.schema.alterTable(table).addColumn(physicalColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column))).execute();
+    await tx.schema.alterTable(table).addColumn(fieldColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column))).execute();
   }
   await createIndexes(tx, tableId, c.fields, c.added);
   for (const f of c.nullability) {
     await tx.schema
       .alterTable(table)
-      .alterColumn(physicalColumn(f.id), (col) => (f.required ? col.setNotNull() : col.dropNotNull()))
+      .alterColumn(fieldColumn(f.id), (col) => (f.required ? col.setNotNull() : col.dropNotNull()))
       .execute();
   }
 }
 
 async function rebuildTable(tx: Db, dialect: Dialect, tableId: string, fields: FieldDef[]): Promise<void> {
-  const table = physicalTable(tableId);
+  const table = tableName(tableId);
   const next = `${table}_next`;
   await createTable(tx, dialect, next, fields);
   const existing = new Set(
     (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(tx)).rows.map((r) => r.name),
   );
-  const columns = [...Object.values(SYSTEM_COLUMNS), ...fields.map((f) => physicalColumn(f.id))].filter((c) => existing.has(c));
+  const columns = [...Object.values(SYSTEM), ...fields.map((f) => fieldColumn(f.id))].filter((c) => existing.has(c));
   const list = sql.join(columns.map((c) => sql.ref(c)));
   await sql`insert into ${sql.table(next)} (${list}) select ${list} from ${sql.table(table)}`.execute(tx);
   await tx.schema.dropTable(table).execute();

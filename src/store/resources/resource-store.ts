@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
+import { repeatedIds } from '../../domain/repeated-ids.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from '../../domain/storable-text.ts';
 import {
   type AttrType,
@@ -9,7 +10,7 @@ import {
   type ResourceFilter,
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
-import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../../errors.ts';
+import { type ErrorDetail, HttpError, conflict, invalid, notFound } from '../../errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
 import { uniqueViolationMessage } from '../sql-errors.ts';
@@ -213,11 +214,15 @@ export class ResourceStore {
       await tx.deleteFrom(this.spec.table).where('id', '=', id).execute();
       await this.spec.hooks?.afterDelete?.(tx, item, ctx);
       return item;
-    });
+    }, false);
   }
 
-  /** Runs one step per input in one transaction; a failing step names its index and undoes all. */
-  private async write<T>(many: boolean, inputs: T[], step: (tx: Db, input: T) => Promise<Item>): Promise<Item[]> {
+  /**
+   * Runs one step per input in one transaction; a failing step names its index and undoes all.
+   * The items are completed (decorated) at the end, unless the steps did it themselves (a delete
+   * must, before its item is gone).
+   */
+  private async write<T>(many: boolean, inputs: T[], step: (tx: Db, input: T) => Promise<Item>, completeAfter = true): Promise<Item[]> {
     return inTransaction(this.database, async (tx) => {
       const items: Item[] = [];
       for (const [i, input] of inputs.entries()) {
@@ -227,7 +232,7 @@ export class ResourceStore {
           throw this.explain(err, many ? `[${i}]: ` : '');
         }
       }
-      await this.complete(tx, items, []);
+      if (completeAfter) await this.complete(tx, items, []);
       return items;
     });
   }
@@ -239,12 +244,10 @@ export class ResourceStore {
   }
 
   private rejectRepeatedIds(ids: string[]): void {
-    const seen = new Set<string>();
-    for (const [i, id] of ids.entries()) {
-      if (seen.has(id)) throw badRequest(`[${i}]: id ${id} appears more than once in the request`);
-      seen.add(id);
-    }
+    const problems = repeatedIds(ids);
+    if (problems.length > 0) throw invalid(problems, 'Invalid request');
   }
+
 
   private encode(attr: AttrSpec, v: unknown): unknown {
     if (v === null) return null;

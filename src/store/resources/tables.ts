@@ -259,8 +259,6 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       async decorate(db, items: Item[]) {
         const fields = await loadFields(db, dialect, items.map((i) => i.id as string));
         for (const item of items) {
-          // A deleted table is decorated before its fields go; a second pass must not empty them.
-          if (Array.isArray(item.fields)) continue;
           item.fields = (fields.get(item.id as string) ?? []).map(({ id, code, name, type, required, options }) => ({
             id, code, name, type, required, options,
           }));
