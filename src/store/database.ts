@@ -50,6 +50,8 @@ export async function inTransaction<T>(database: Database, work: (tx: Db) => Pro
     } catch (err) {
       const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
       if (attempt >= MAX_ATTEMPTS || !RETRYABLE.has(code)) throw err;
+      // A moment's random wait, so the two that collided do not collide again at once.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
   }
 }

@@ -171,7 +171,7 @@ export class ResourceStore {
   }
 
   async create(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
-    return this.write(inputs.length > 1, inputs, async (tx, input) => {
+    return this.write(inputs.length > 1, [], inputs, async (tx, input) => {
       const columns: Item = { id: randomUUID(), createdAt: ctx.now, updatedAt: ctx.now, createdBy: ctx.memberId, updatedBy: ctx.memberId };
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
         if (attr.virtual) continue;
@@ -188,7 +188,7 @@ export class ResourceStore {
 
   async update(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
     this.rejectRepeatedIds(inputs.map((i) => i.id as string));
-    return this.write(inputs.length > 1, inputs, async (tx, input) => {
+    return this.write(inputs.length > 1, inputs.map((i) => i.id as string), inputs, async (tx, input) => {
       const id = input.id as string;
       const before = await this.find(tx, id);
       if (!before) throw notFound(`${this.spec.label} ${id} not found`);
@@ -206,7 +206,7 @@ export class ResourceStore {
 
   async remove(ids: string[], ctx: WriteContext): Promise<Item[]> {
     this.rejectRepeatedIds(ids);
-    return this.write(ids.length > 1, ids, async (tx, id) => {
+    return this.write(ids.length > 1, ids, ids, async (tx, id) => {
       const item = await this.find(tx, id);
       if (!item) throw notFound(`${this.spec.label} ${id} not found`);
       await this.complete(tx, [item], []);
@@ -222,8 +222,21 @@ export class ResourceStore {
    * The items are completed (decorated) at the end, unless the steps did it themselves (a delete
    * must, before its item is gone).
    */
-  private async write<T>(many: boolean, inputs: T[], step: (tx: Db, input: T) => Promise<Item>, completeAfter = true): Promise<Item[]> {
+  private async write<T>(
+    many: boolean,
+    ids: string[],
+    inputs: T[],
+    step: (tx: Db, input: T) => Promise<Item>,
+    completeAfter = true,
+  ): Promise<Item[]> {
     return inTransaction(this.database, async (tx) => {
+      // The items written are locked first, in id order: writers that name the same items in
+      // other orders queue instead of deadlocking (PostgreSQL; SQLite writes one at a time).
+      if (this.dialect.lockRows && ids.length > 1) {
+        // An id holding U+0000 names nothing (and PostgreSQL would fail on it): its step answers 404.
+        const storable = ids.filter((id) => !id.includes('\u0000')).sort();
+        if (storable.length > 0) await tx.selectFrom(this.spec.table).select('id').where('id', 'in', storable).orderBy('id').forUpdate().execute();
+      }
       const items: Item[] = [];
       for (const [i, input] of inputs.entries()) {
         try {
