@@ -23,11 +23,21 @@ export async function bootstrap(db: Db, options: { secret: string | null; apiKey
   if (options.apiKey) {
     await insertApiKey(db, options.apiKey, 'ROWHOUSE_API_KEY', ownerId);
   } else {
-    const any = await db.selectFrom('rh_api_keys').select('id').limit(1).executeTakeFirst();
-    if (!any) {
-      createdKey = generateApiKey();
-      await insertApiKey(db, createdKey, 'Owner key (created at first start)', ownerId);
-    }
+    createdKey = await db.transaction().execute(async (tx) => {
+      // Writing this row locks it until commit: instances starting together take turns, and only
+      // the first finds no key and makes (and prints) one.
+      const now = new Date().toISOString();
+      await tx
+        .insertInto('rh_settings')
+        .values({ key: 'bootstrappedAt', value: now })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ value: now }))
+        .execute();
+      const any = await tx.selectFrom('rh_api_keys').select('id').limit(1).executeTakeFirst();
+      if (any) return null;
+      const key = generateApiKey();
+      await insertApiKey(tx, key, 'Owner key (created at first start)', ownerId);
+      return key;
+    });
   }
   return { secret, ownerId, createdKey };
 }
