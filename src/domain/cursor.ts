@@ -6,7 +6,8 @@ import { badRequest } from '../errors.ts';
  * filter and sort they were made for (CONTRACT §6).
  */
 
-type CursorValue = string | number | boolean | null;
+/** A sort key's value as a cursor carries it: the column's value as the database returned it. */
+export type CursorValue = string | number | boolean | null;
 
 /**
  * What a cursor is bound to: a digest of the table id, the canonical filter and sort, and the

@@ -1,6 +1,7 @@
 import { normaliseDateTime } from './dates.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 import { type ErrorDetail, invalid } from '../errors.ts';
+import { isObject } from './json.ts';
 
 /**
  * The list query of the generic resources (CONTRACT §9): `paging`, `filter`, `sorting` and
@@ -48,8 +49,6 @@ export interface QueryableAttrs {
 export const MAX_PAGE_LIMIT = 1000;
 const DEFAULT_PAGE_LIMIT = 50;
 const MAX_FILTER_DEPTH = 16;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The type of a queryable attribute; own keys only, so `constructor` or `__proto__` is unknown, not Object's. */
 const typeOf = (attrs: QueryableAttrs, name: string): AttrType | undefined =>

@@ -3,6 +3,7 @@ import type { FilterOp } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
+import { isObject } from './json.ts';
 
 /**
  * The row filter of CONTRACT §6, parsed against a table: `values` (field code → condition),
@@ -20,8 +21,6 @@ export type RowFilter =
 const MAX_DEPTH = 16;
 const MAX_NODES = 500;
 const PATTERN_OPS: readonly FilterOp[] = ['_contains', '_startsWith', '_endsWith'];
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 class Parser {
   readonly details: ErrorDetail[] = [];

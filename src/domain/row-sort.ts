@@ -1,5 +1,6 @@
 import type { ErrorDetail } from '../errors.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
+import { isObject } from './json.ts';
 
 /** One sort key of a row list (CONTRACT §6). */
 export interface SortKey {
@@ -9,8 +10,6 @@ export interface SortKey {
 }
 
 const MAX_KEYS = 8;
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Parses a sort already decoded from JSON: `[{"<key>": {"direction", "nulls"}}, …]`; problems go to `details`. */
 export function parseRowSort(value: unknown, table: FieldLookup, details: ErrorDetail[]): SortKey[] {
   const keys: SortKey[] = [];

@@ -4,6 +4,7 @@ import { fieldType } from './field-types/registry.ts';
 import { ROW_ID } from './codes.ts';
 import type { FieldLookup } from './row-columns.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
+import { isObject } from './json.ts';
 
 /** Written row values, checked against their fields (CONTRACT §5). */
 
@@ -19,8 +20,6 @@ export interface RowCreate extends RowValues {
   id: string | undefined;
   upsert: boolean;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
 export function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {

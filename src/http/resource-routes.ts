@@ -4,8 +4,7 @@ import { badRequest, invalid } from '../errors.ts';
 import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
 import type { Item } from '../store/resources/resource-spec.ts';
 import { writeContext } from './auth.ts';
-
-const isObject = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isObject } from '../domain/json.ts';
 
 function objectBody(request: FastifyRequest): Item {
   if (!isObject(request.body)) throw badRequest('The body must be a JSON object');

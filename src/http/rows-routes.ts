@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
+import { type CursorValue, cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
 import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
 import { checkRowCreate, checkRowPatch, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, notFound } from '../errors.ts';
@@ -48,7 +48,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     let nextUrl: string | null = null;
     if (raw.length > pageSize) {
       const last = page[page.length - 1];
-      const cursor = signCursor(deps.secret, binding, selection.keys.map((k) => last[k.target.column] as string | number | boolean | null));
+      const cursor = signCursor(deps.secret, binding, selection.keys.map((k) => last[k.target.column] as CursorValue));
       const next = new URLSearchParams({ pageSize: String(pageSize) });
       if (selection.filterText !== undefined) next.set('filter', selection.filterText);
       if (selection.sortText !== undefined) next.set('sort', selection.sortText);

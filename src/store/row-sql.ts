@@ -1,5 +1,6 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { RowFilter } from '../domain/row-filter.ts';
+import type { CursorValue } from '../domain/cursor.ts';
 import type { SortKey } from '../domain/row-sort.ts';
 import type { Dialect } from './dialect.ts';
 
@@ -58,7 +59,6 @@ export function orderBy(keys: SortKey[], dialect: Dialect): RawBuilder<unknown> 
   );
 }
 
-type CursorValue = string | number | boolean | null;
 
 /** Rows strictly after the cursor's row in key order: the keyset condition. */
 export function afterCursor(keys: SortKey[], values: CursorValue[]): RawBuilder<SqlBool> {

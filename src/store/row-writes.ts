@@ -7,12 +7,11 @@ import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowRecord, RowStore } from './rows.ts';
 import type { TableCatalog, TableDef } from './table-catalog.ts';
+import { isObject } from '../domain/json.ts';
 
 /** Bulk writes within one table and the cross-table batch (CONTRACT §7): each all or nothing, in one transaction. */
 
 export const MAX_ITEMS = 1000;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The body's one array property, checked for shape and size; other properties are refused. */
 function arrayOf(body: unknown, key: string, allowed: string[], what: string): unknown[] {

@@ -1,6 +1,7 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER, fieldColumn } from '../domain/row-columns.ts';
+import type { CursorValue } from '../domain/cursor.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
@@ -69,7 +70,8 @@ export class RowStore {
   }
 
   /** The full row (every column, fields left out null) as the insert statement binds it. */
-  private insertArgs(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
+  /** A new row as it is inserted: every column in `columns(table)` order, a field left out null. */
+  private newRow(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
     const raw: RawRow = { id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values) };
     return this.columns(table).map((c) => raw[c] ?? null);
   }
@@ -119,7 +121,7 @@ export class RowStore {
   /** Inserts a new row; an id that exists is a 409. */
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord> {
     try {
-      const { rows } = await this.insertTemplate(db, table, false).run(db, this.insertArgs(table, id, values, ctx));
+      const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
       return this.toRecord(table, rows[0]);
     } catch (err) {
       if (this.dialect.isUniqueViolation(err)) throw conflict(`a row with id ${id} already exists; set options.upsert to update it`);
@@ -129,7 +131,7 @@ export class RowStore {
 
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
-    const { rows } = await this.insertTemplate(db, table, true).run(db, this.insertArgs(table, id, values, ctx));
+    const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
     return rows[0] && this.toRecord(table, rows[0]);
   }
 
@@ -183,12 +185,11 @@ export class RowStore {
 
   /** Inserts new rows in multi-row statements; the caller has checked that no id exists. */
   async insertMany(db: Db, table: TableDef, items: { id: string; values: Map<FieldDef, unknown> }[], ctx: WriteContext): Promise<RowRecord[]> {
-    const raws = items.map(({ id, values }) => ({
-      id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values),
-    }));
-    // Every row of one statement must name the same columns; a field left out is null.
     const columns = this.columns(table);
-    const full = raws.map((r) => Object.fromEntries(columns.map((c) => [c, (r as RawRow)[c] ?? null])));
+    const full = items.map(({ id, values }) => {
+      const row = this.newRow(table, id, values, ctx);
+      return Object.fromEntries(columns.map((c, i) => [c, row[i]]));
+    });
     const perStatement = Math.max(1, Math.floor(30_000 / columns.length));
     try {
       for (let i = 0; i < full.length; i += perStatement) {
@@ -243,7 +244,7 @@ export class RowStore {
       }
     }
     let remaining = q.limit ?? Number.POSITIVE_INFINITY;
-    let after: (string | number | boolean | null)[] | null = null;
+    let after: CursorValue[] | null = null;
     while (remaining > 0) {
       const want = Math.min(q.chunk, remaining);
       const raw = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: want });
@@ -252,7 +253,7 @@ export class RowStore {
       remaining -= raw.length;
       if (raw.length < want) return;
       const last = raw[raw.length - 1];
-      after = q.keys.map((k) => last[k.target.column] as string | number | boolean | null);
+      after = q.keys.map((k) => last[k.target.column] as CursorValue);
     }
   }
 
@@ -260,7 +261,7 @@ export class RowStore {
   async page(
     db: Db,
     table: TableDef,
-    q: { filter: RowFilter | null; keys: SortKey[]; after: (string | number | boolean | null)[] | null; limit: number },
+    q: { filter: RowFilter | null; keys: SortKey[]; after: CursorValue[] | null; limit: number },
   ): Promise<RawRow[]> {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
