@@ -1,11 +1,14 @@
 // Rows benchmark (issue: rows CRUD and listing): the service against a minimal Fastify + raw SQL
-// floor on the same 200,000-row SQLite table, in one run.
+// floor on the same 200,000-row table, in one run. SQLite by default; BENCH_DATABASE=postgres runs
+// both on a PostgreSQL server the benchmark starts (the machine's binaries, as the tests do).
 //   node --import tsx bench/rows.ts [rows=200000] [seconds=5]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
-import { api, createBenchTable, dataset, fillSqlite } from './support/dataset.ts';
+import { api, createBenchTable, dataset, fillPostgres, fillSqlite } from './support/dataset.ts';
+// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
+import { startPostgres } from '../test/support/postgres-server.mjs';
 import { BENCH_KEY, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
@@ -13,8 +16,10 @@ const SECONDS = Number(process.argv[3] ?? 5);
 const DEEP = Math.floor(Math.min(150_000, N * 0.75) / 200) * 200;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-bench-'));
-const env = { ROWHOUSE_DATA_DIR: dir };
-const dbFile = path.join(dir, 'rowhouse.db');
+const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
+if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
+const db = postgres ? postgres.url : path.join(dir, 'rowhouse.db');
+const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
 const ds = await dataset();
 
 let service = await startService(env);
@@ -23,12 +28,12 @@ const keys = await api(service.url, 'GET', '/api/api-keys');
 const ownerId = keys.data[0].memberId as string;
 await service.stop();
 const t0 = Date.now();
-await fillSqlite(dbFile, table, N, ownerId);
-console.log(`loaded ${N} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+await (postgres ? fillPostgres(db, table, N, ownerId) : fillSqlite(db, table, N, ownerId));
+console.log(`loaded ${N} rows into ${postgres ? 'PostgreSQL' : 'SQLite'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-service = await startService({ ...env, ROWHOUSE_PUBLIC_URL: '' });
+service = await startService(env);
 const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
-const floor = await startFloor(dbFile, [{ physical: table.physical, columns }]);
+const floor = await startFloor(db, [{ physical: table.physical, columns }]);
 
 // The cursor of the page starting at row DEEP, reached by walking nextUrl.
 let url = `/api/tables/bench/rows?pageSize=200`;
@@ -70,10 +75,11 @@ for (const [name, s, f] of workloads) {
 }
 await service.stop();
 await floor.stop();
+await postgres?.stop();
 fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
-console.log(`\n${N} rows, ${SECONDS} s per workload, 10 connections; latency in ms\n`);
+console.log(`\n${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${SECONDS} s per workload, 10 connections; latency in ms\n`);
 console.log(`${'workload'.padEnd(36)} ${'svc req/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'floor r/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
 for (const [name, { service: s, floor: f }] of Object.entries(results)) {
   console.log(`${name.padEnd(36)} ${fmt(s.rps).padStart(9)} ${fmt(s.p50, 1)} ${fmt(s.p99, 1)} ${fmt(f.rps).padStart(9)} ${fmt(f.p50, 1)} ${fmt(f.p99, 1)} ${fmt(s.rps / f.rps, 2)}`);

@@ -3,7 +3,8 @@ import SqliteDatabase from 'better-sqlite3';
 import { fieldType } from '../../src/domain/field-types/registry.ts';
 import type { FieldDef } from '../../src/domain/field-types/field-type.ts';
 import { fieldColumn } from '../../src/domain/row-columns.ts';
-import { sqliteDialect } from '../../src/store/dialect.ts';
+import pg from 'pg';
+import { postgresDialect, sqliteDialect } from '../../src/store/dialect.ts';
 import { physicalTable } from '../../src/store/user-tables.ts';
 import { BENCH_KEY, ROOT } from './processes.ts';
 
@@ -75,4 +76,40 @@ export async function fillSqlite(dbFile: string, table: BenchTable, n: number, m
   })();
   db.pragma('optimize = 0x10002');
   db.close();
+}
+
+/** The same rows as fillSqlite, into a PostgreSQL table, in multi-row inserts within one transaction. */
+export async function fillPostgres(url: string, table: BenchTable, n: number, memberId: string): Promise<void> {
+  const ds = await dataset();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const cols = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...table.fields.map((f) => fieldColumn(f.id))];
+  const base = Date.UTC(2025, 0, 1);
+  try {
+    await client.query('begin');
+    let batch: unknown[][] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const params: unknown[] = [];
+      const tuples = batch.map((row) => `(${row.map((v) => `$${params.push(v)}`).join(', ')})`);
+      await client.query(`insert into ${table.physical} (${cols.join(', ')}) values ${tuples.join(', ')}`, params);
+      batch = [];
+    };
+    let i = 0;
+    for (const r of ds.rows(n)) {
+      const ts = new Date(base + i * 1000).toISOString();
+      const vals = table.fields.map((f) => {
+        const v = r.values[f.code];
+        return v === null || v === undefined ? null : fieldType(f.type).toDb(v, postgresDialect);
+      });
+      batch.push([r.id, ts, ts, memberId, memberId, ...vals]);
+      if (batch.length === 1000) await flush();
+      i++;
+    }
+    await flush();
+    await client.query('commit');
+    await client.query(`analyze ${table.physical}`);
+  } finally {
+    await client.end();
+  }
 }

@@ -77,12 +77,13 @@ export async function peakRssMiB(pid: number): Promise<number> {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** The raw-SQL floor (bench/floor-server.ts) on the same SQLite file and tables. */
-export async function startFloor(dbFile: string, tables: { physical: string; columns: Record<string, string> }[]): Promise<Proc> {
+/** The raw-SQL floor on the same tables: bench/floor-server.ts on a SQLite file, floor-server-pg.ts on a postgres:// URL. */
+export async function startFloor(db: string, tables: { physical: string; columns: Record<string, string> }[]): Promise<Proc> {
   const port = await freePort();
+  const script = db.startsWith('postgres') ? 'bench/floor-server-pg.ts' : 'bench/floor-server.ts';
   return startProcess(
-    ['--import', 'tsx', 'bench/floor-server.ts'],
-    { PORT: String(port), FLOOR_DB: dbFile, FLOOR_TABLES: JSON.stringify(tables) },
+    ['--import', 'tsx', script],
+    { PORT: String(port), FLOOR_DB: db, FLOOR_TABLES: JSON.stringify(tables) },
     port,
     '/healthz',
   );
