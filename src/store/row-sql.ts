@@ -49,16 +49,33 @@ export function compileFilter(f: RowFilter, dialect: Dialect): RawBuilder<SqlBoo
 }
 
 /** ORDER BY items; NULLS FIRST/LAST only where it differs from the database's own placement, so indexes serve it. */
-export function orderBy(keys: SortKey[], dialect: Dialect): RawBuilder<unknown> {
+export function orderBy(keys: SortKey[], dialect: Dialect, filter: RowFilter | null): RawBuilder<unknown> {
+  const neverNull = nonNullColumns(filter);
   return sql.join(
     keys.map((k) => {
       const nullsFirst = k.nulls === 'nullsFirst';
-      const placement = k.target.system || nullsFirst === dialect.nullsFirstByDefault(k.direction) ? '' : nullsFirst ? ' nulls first' : ' nulls last';
+      // Where no row can be null the placement is moot: leaving it out lets an index serve the order.
+      const moot = k.target.system || neverNull.has(k.target.column);
+      const placement = moot || nullsFirst === dialect.nullsFirstByDefault(k.direction) ? '' : nullsFirst ? ' nulls first' : ' nulls last';
       return sql`${sql.ref(k.target.column)} ${sql.raw(k.direction)}${sql.raw(placement)}`;
     }),
   );
 }
 
+
+/**
+ * The columns a filter keeps every row non-null in: those with a comparison (true only for a
+ * value) or `_isNull: false` among the conditions every row must meet (not under `_or`/`_not`).
+ */
+function nonNullColumns(filter: RowFilter | null): Set<string> {
+  const columns = new Set<string>();
+  const visit = (f: RowFilter) => {
+    if (f.kind === 'and') f.items.forEach(visit);
+    else if (f.kind === 'cmp' || f.kind === 'has' || (f.kind === 'isNull' && !f.isNull)) columns.add(f.target.column);
+  };
+  if (filter) visit(filter);
+  return columns;
+}
 
 /** Rows strictly after the cursor's row in key order: the keyset condition. */
 export function afterCursor(keys: SortKey[], values: CursorValue[]): RawBuilder<SqlBool> {

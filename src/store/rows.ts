@@ -228,7 +228,7 @@ export class RowStore {
     if (database.iterate) {
       let query = database.db.selectFrom(table.physical).select(columns);
       if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
-      query = query.orderBy(orderBy(q.keys, this.dialect));
+      query = query.orderBy(orderBy(q.keys, this.dialect, q.filter));
       if (q.limit !== null) query = query.limit(q.limit);
       const rows = database.iterate(query.compile());
       try {
@@ -266,6 +266,6 @@ export class RowStore {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
     if (q.after) query = query.where(afterCursor(q.keys, q.after));
-    return readRows(db, query.orderBy(orderBy(q.keys, this.dialect)).limit(q.limit).compile());
+    return readRows(db, query.orderBy(orderBy(q.keys, this.dialect, q.filter)).limit(q.limit).compile());
   }
 }
