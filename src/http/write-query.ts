@@ -1,16 +1,22 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { invalid } from '../errors.ts';
 
+/** API writes (POST, PUT, PATCH, DELETE) take no query parameters: one given is a mistake (a misspelt route or option), not noise to ignore. */
+function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
+  const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
+  if (keys.length === 0) return done();
+  done(invalid(keys.map((path) => ({ path, message: 'unknown query parameter; this route takes none' })), 'Invalid query'));
+}
+
 /**
- * API writes (POST, PUT, PATCH, DELETE) take no query parameters: one given is a mistake (a
- * misspelt route or option), not noise to ignore. One rule for every route.
+ * One rule for every write route, attached to those routes only (call before registering them):
+ * reads pay nothing for it.
  */
 export function installWriteQueryRule(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    if (request.method === 'GET' || request.method === 'HEAD' || !request.url.startsWith('/api/')) return;
-    const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
-    if (keys.length > 0) {
-      throw invalid(keys.map((path) => ({ path, message: 'unknown query parameter; this route takes none' })), 'Invalid query');
-    }
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!route.url.startsWith('/api/') || methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
+    route.preValidation = [...existing, rejectQuery];
   });
 }
