@@ -1,5 +1,6 @@
 import { normaliseDateTime } from './dates.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
+import { jsonParam, readQuery } from './query-string.ts';
 import { type ErrorDetail, invalid } from '../errors.ts';
 import { isObject } from './json.ts';
 
@@ -53,20 +54,6 @@ const MAX_FILTER_DEPTH = 16;
 /** The type of a queryable attribute; own keys only, so `constructor` or `__proto__` is unknown, not Object's. */
 const typeOf = (attrs: QueryableAttrs, name: string): AttrType | undefined =>
   Object.hasOwn(attrs.types, name) ? attrs.types[name] : undefined;
-
-function parseJsonParam(name: string, raw: unknown, details: ErrorDetail[]): unknown {
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string') {
-    details.push({ path: name, message: 'must be given once, as a JSON string' });
-    return undefined;
-  }
-  try {
-    return JSON.parse(raw);
-  } catch {
-    details.push({ path: name, message: 'is not valid JSON' });
-    return undefined;
-  }
-}
 
 function parsePaging(value: unknown, details: ErrorDetail[]): { limit: number; offset: number } {
   const paging = { limit: DEFAULT_PAGE_LIMIT, offset: 0 };
@@ -210,19 +197,17 @@ function parseRelations(value: unknown, attrs: QueryableAttrs, details: ErrorDet
   return names;
 }
 
-const LIST_PARAMS = ['paging', 'filter', 'sorting', 'relations'];
+const LIST_PARAMS = ['paging', 'filter', 'sorting', 'relations'] as const;
 
 /** Parses a list request's query string; every problem is reported at once as one 400. */
 export function parseResourceListQuery(query: Record<string, unknown>, attrs: QueryableAttrs): ResourceListQuery {
   const details: ErrorDetail[] = [];
-  for (const key of Object.keys(query)) {
-    if (!LIST_PARAMS.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${LIST_PARAMS.join(', ')}` });
-  }
-  const paging = parsePaging(parseJsonParam('paging', query.paging, details), details);
-  const rawFilter = parseJsonParam('filter', query.filter, details);
+  const params = readQuery(query, LIST_PARAMS, details);
+  const paging = parsePaging(jsonParam('paging', params.paging, details), details);
+  const rawFilter = jsonParam('filter', params.filter, details);
   const filter = rawFilter === undefined ? null : parseFilter(rawFilter, attrs, 'filter', 0, details);
-  const sorting = parseSorting(parseJsonParam('sorting', query.sorting, details), attrs, details);
-  const relations = parseRelations(parseJsonParam('relations', query.relations, details), attrs, details);
+  const sorting = parseSorting(jsonParam('sorting', params.sorting, details), attrs, details);
+  const relations = parseRelations(jsonParam('relations', params.relations, details), attrs, details);
   if (details.length > 0) throw invalid(details, 'Invalid list query');
   return { ...paging, filter, sorting, relations };
 }

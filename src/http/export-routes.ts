@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { type RowSelection, intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
+import { type RowSelection, parseSelection } from '../domain/row-list-query.ts';
+import { intParam, readQuery } from '../domain/query-string.ts';
 import { type ErrorDetail, invalid } from '../errors.ts';
 import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';
 import { exportStream } from '../export/export-stream.ts';

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type CursorValue, cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
-import { intParam, parseSelection, readQuery } from '../domain/row-list-query.ts';
+import { parseSelection } from '../domain/row-list-query.ts';
+import { intParam, readQuery } from '../domain/query-string.ts';
 import { checkRowCreate, checkRowPatch, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, notFound } from '../errors.ts';
 import { type Database, inTransaction } from '../store/database.ts';
