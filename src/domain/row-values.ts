@@ -22,7 +22,7 @@ export interface RowCreate extends RowValues {
 }
 
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
-export function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
+function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
   // Fields given with a wrong value are reported for that value, not again as missing.
   const given = new Set<string>();

@@ -8,7 +8,7 @@ import type { TextEncoder } from './encodings.ts';
 import type { RowFormatter } from './formats.ts';
 
 /** Rows per chunk: memory holds about one chunk whatever the table size, and other requests run between chunks. */
-export const EXPORT_CHUNK_ROWS = 500;
+const EXPORT_CHUNK_ROWS = 500;
 
 export interface ExportPlan {
   database: Database;

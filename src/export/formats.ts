@@ -27,7 +27,7 @@ export interface RowFormatter {
 }
 
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
-export function quoteCell(text: string, delimiter: string): string {
+function quoteCell(text: string, delimiter: string): string {
   if (!text.includes(delimiter) && !/["\r\n]/.test(text)) return text;
   return `"${text.replace(/"/g, '""')}"`;
 }

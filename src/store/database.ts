@@ -32,7 +32,7 @@ export interface Database {
  * SQLite: a synchronous read on the read-only connection, for a query outside any transaction
  * (a Kysely transaction is another object, so it is never found here and reads its own work).
  */
-export const directReaders = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]>();
+const directReaders = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]>();
 
 /** PostgreSQL gave up on a transaction because of other writers (deadlock, serialization failure). */
 const RETRYABLE = new Set(['40P01', '40001']);

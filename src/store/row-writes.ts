@@ -4,6 +4,7 @@ import { repeatedIds } from '../domain/repeated-ids.ts';
 import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
 import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
+import { lockIds } from './row-locks.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowRecord, RowStore } from './rows.ts';
 import type { TableCatalog, TableDef } from './table-catalog.ts';
@@ -11,7 +12,7 @@ import { isObject } from '../domain/json.ts';
 
 /** Bulk writes within one table and the cross-table batch (CONTRACT §7): each all or nothing, in one transaction. */
 
-export const MAX_ITEMS = 1000;
+const MAX_ITEMS = 1000;
 
 /** The body's one array property, checked for shape and size; other properties are refused. */
 function arrayOf(body: unknown, key: string, allowed: string[], what: string): unknown[] {
@@ -154,13 +155,7 @@ export class RowWriter {
    */
   private async present(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
     if (!this.database.dialect.lockRows) return this.rows.existing(tx, table, ids);
-    const sorted = [...new Set(ids.filter((id) => ROW_ID.test(id)))].sort();
-    const found = new Set<string>();
-    for (let i = 0; i < sorted.length; i += 500) {
-      const rows = await tx.selectFrom(table.physical).select('id').where('id', 'in', sorted.slice(i, i + 500)).orderBy('id').forUpdate().execute();
-      for (const r of rows) found.add(r.id as string);
-    }
-    return found;
+    return lockIds(tx, table.physical, ids.filter((id) => ROW_ID.test(id)));
   }
 
   /** POST /api/rows-batch: operations in array order in one transaction; later ones see earlier ones. */

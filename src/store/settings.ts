@@ -1,7 +1,7 @@
 import type { Db } from './database.ts';
 
 /** Service-wide values kept in the database, the same for every instance. */
-export async function readSetting(db: Db, key: string): Promise<string | undefined> {
+async function readSetting(db: Db, key: string): Promise<string | undefined> {
   const row = await db.selectFrom('rh_settings').select('value').where('key', '=', key).executeTakeFirst();
   return row?.value as string | undefined;
 }

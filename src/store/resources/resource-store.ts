@@ -13,6 +13,7 @@ import {
 import { type ErrorDetail, HttpError, conflict, invalid, notFound } from '../../errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
+import { lockIds } from '../row-locks.ts';
 import { uniqueViolationMessage } from '../sql-errors.ts';
 import { type AttrSpec, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
 
@@ -234,8 +235,7 @@ export class ResourceStore {
       // other orders queue instead of deadlocking (PostgreSQL; SQLite writes one at a time).
       if (this.dialect.lockRows && ids.length > 1) {
         // An id holding U+0000 names nothing (and PostgreSQL would fail on it): its step answers 404.
-        const storable = ids.filter((id) => !id.includes('\u0000')).sort();
-        if (storable.length > 0) await tx.selectFrom(this.spec.table).select('id').where('id', 'in', storable).orderBy('id').forUpdate().execute();
+        await lockIds(tx, this.spec.table, ids.filter((id) => !id.includes('\u0000')));
       }
       const items: Item[] = [];
       for (const [i, input] of inputs.entries()) {
