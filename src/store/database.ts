@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
+import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
  * The query builder over whichever database DATABASE_URL names. Table and column names are
@@ -15,6 +16,8 @@ export type Db = Kysely<any>;
 export interface Database {
   db: Db;
   dialect: Dialect;
+  /** Keeps the planner's statistics of user tables up to date as rows are written. */
+  statistics: PlannerStatistics;
   /** Cheap round trip used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -71,6 +74,12 @@ types.setTypeParser(types.builtins.DATE, (v: string) => v);
 types.setTypeParser(types.builtins.TIME, (v: string) => v);
 types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
 
+/** Work in the background has no request to answer with its error: it is reported as a warning. */
+const warnBackground = (err: unknown) => process.emitWarning(`planner statistics: ${(err as Error)?.message ?? String(err)}`);
+
+/** An in-memory database cannot be read by a second connection: its (small, short-lived) tables go without. */
+const inlineStatistics: PlannerStatistics = { noteWrites: () => {}, settled: async () => {}, close: async () => {} };
+
 /** better-sqlite3 compiles a statement on every prepare(); Kysely prepares per query, so keep them. */
 function withStatementCache(raw: SqliteDatabase.Database, size = 1000) {
   const cache = new Map<string, SqliteDatabase.Statement>();
@@ -100,6 +109,21 @@ function sameSemantics(conn: SqliteDatabase.Database): void {
   conn.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
 }
 
+/**
+ * SQLite transactions take the write lock when they begin (BEGIN IMMEDIATE), waiting for it as
+ * long as busy_timeout allows. A deferred one that read first could not take it later if another
+ * connection (the statistics worker) had committed meanwhile: SQLite would fail it at once.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+}
+
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const raw = new SqliteDatabase(file);
@@ -107,11 +131,7 @@ function openSqlite(file: string): Database {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   sameSemantics(raw);
-  // Planner statistics: without them SQLite can pick a poor index for a sorted filter.
-  raw.pragma('optimize = 0x10002');
-  const optimizer = setInterval(() => raw.pragma('optimize'), 60 * 60 * 1000);
-  optimizer.unref();
-  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(raw) }) });
   // Reads outside transactions go to a read-only connection of their own (WAL lets it read while
   // the main connection writes): they neither wait behind a write transaction nor see its work.
   // A second connection to :memory: would be another database, so that one reads in line.
@@ -125,16 +145,35 @@ function openSqlite(file: string): Database {
     }
     return reader;
   };
+  let statements: ReturnType<typeof withStatementCache> | undefined;
   if (file !== ':memory:') {
-    let statements: ReturnType<typeof withStatementCache> | undefined;
     directReaders.set(db, (source, parameters) => {
       statements ??= withStatementCache(readConnection());
       return statements.prepare(source).all(...parameters) as Record<string, unknown>[];
     });
   }
+  // Never `PRAGMA optimize`: it analyses a sample, and a sample of an index sorted by status sees
+  // one status. Statistics are exact, taken as tables grow (statistics.ts).
+  const statistics =
+    file === ':memory:'
+      ? inlineStatistics
+      : sqliteStatistics(
+          file,
+          () => raw.prepare("select 1 from sqlite_schema where type = 'table' and name like 'rows!_%' escape '!'").get() !== undefined,
+          async () => {
+            // A connection loads statistics with the schema: the read connection is opened anew, the main one told.
+            reader?.close();
+            reader = undefined;
+            statements = undefined;
+            dataVersion = undefined;
+            await sql`analyze sqlite_schema`.execute(db);
+          },
+          warnBackground,
+        );
   return {
     db,
     dialect: sqliteDialect,
+    statistics,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
@@ -174,7 +213,7 @@ function openSqlite(file: string): Database {
           },
         }),
     close: async () => {
-      clearInterval(optimizer);
+      await statistics.close();
       for (const conn of exporters) {
         try {
           conn.close();
@@ -183,11 +222,6 @@ function openSqlite(file: string): Database {
         }
       }
       reader?.close();
-      try {
-        raw.pragma('optimize');
-      } catch {
-        // Optimizing on close is a courtesy; a closing database must still close.
-      }
       await db.destroy();
     },
   };
@@ -198,13 +232,18 @@ function openPostgres(url: string): Database {
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  const statistics = postgresStatistics(db, warnBackground);
   return {
     db,
     dialect: postgresDialect,
+    statistics,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await statistics.close();
+      await db.destroy();
+    },
   };
 }
 

@@ -89,6 +89,21 @@ const migrations: Migration[] = [
         .execute();
     },
   },
+  {
+    version: 2,
+    name: 'drop sampled planner statistics',
+    async up(db, dialect) {
+      // Earlier versions ran `PRAGMA optimize`, which analyses a sample of each index: a user table
+      // loaded through the API could be planned from a sample that saw one status. Dropped, they
+      // are taken again in full on start (statistics.ts). PostgreSQL's own statistics are sound.
+      if (dialect.name !== 'sqlite') return;
+      const analysed = await sql`select 1 from sqlite_schema where name = 'sqlite_stat1'`.execute(db);
+      if (analysed.rows.length === 0) return;
+      await sql`delete from sqlite_stat1 where tbl like 'rows!_%' escape '!'`.execute(db);
+      const samples = await sql`select 1 from sqlite_schema where name = 'sqlite_stat4'`.execute(db);
+      if (samples.rows.length > 0) await sql`delete from sqlite_stat4 where tbl like 'rows!_%' escape '!'`.execute(db);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

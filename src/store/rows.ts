@@ -8,10 +8,11 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
-import type { Compilable } from 'kysely';
+import type { Compilable, CompiledQuery } from 'kysely';
 import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
+import type { PlannerStatistics } from './statistics.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from './table-catalog.ts';
@@ -45,7 +46,15 @@ export class RowStore {
   /** Column lists and decoders per table definition, made once per definition (a new version is a new object). */
   private readonly codecs = new WeakMap<TableDef, TableCodec>();
 
-  constructor(private readonly dialect: Dialect) {}
+  constructor(
+    private readonly dialect: Dialect,
+    private readonly statistics?: PlannerStatistics,
+  ) {}
+
+  /** Row writes move the planner's statistics; counted when made (a rollback only makes a refresh come early). */
+  private wrote(table: TableDef, rows: number): void {
+    if (rows > 0) this.statistics?.noteWrites(table.physical, rows);
+  }
 
   private codec(table: TableDef): TableCodec {
     let codec = this.codecs.get(table);
@@ -122,6 +131,7 @@ export class RowStore {
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord> {
     try {
       const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
+      this.wrote(table, 1);
       return this.toRecord(table, rows[0]);
     } catch (err) {
       if (this.dialect.isUniqueViolation(err)) throw conflict(`a row with id ${id} already exists; set options.upsert to update it`);
@@ -132,6 +142,7 @@ export class RowStore {
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
     const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
+    this.wrote(table, rows.length);
     return rows[0] && this.toRecord(table, rows[0]);
   }
 
@@ -152,6 +163,7 @@ export class RowStore {
         .returning(this.columns(table)),
     );
     const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
+    this.wrote(table, rows.length);
     return rows[0] && this.toRecord(table, rows[0]);
   }
 
@@ -199,6 +211,7 @@ export class RowStore {
       if (this.dialect.isUniqueViolation(err)) throw conflict('a row with one of these ids already exists');
       throw err;
     }
+    this.wrote(table, full.length);
     return full.map((raw) => this.toRecord(table, raw));
   }
 
@@ -206,12 +219,15 @@ export class RowStore {
     for (let i = 0; i < ids.length; i += 500) {
       await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
     }
+    this.wrote(table, ids.length);
   }
 
   async delete(db: Db, table: TableDef, id: string): Promise<boolean> {
     if (!ROW_ID.test(id)) return false;
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
-    return Number((await t.run(db, [id])).numAffectedRows ?? 0) > 0;
+    const deleted = Number((await t.run(db, [id])).numAffectedRows ?? 0);
+    this.wrote(table, deleted);
+    return deleted > 0;
   }
 
   /**
@@ -258,14 +274,22 @@ export class RowStore {
   }
 
   /** One page of rows in key order, after the cursor's values when given. Raw, so the caller can make the next cursor. */
-  async page(
-    db: Db,
-    table: TableDef,
-    q: { filter: RowFilter | null; keys: SortKey[]; after: CursorValue[] | null; limit: number },
-  ): Promise<RawRow[]> {
+  async page(db: Db, table: TableDef, q: PageQuery): Promise<RawRow[]> {
+    return readRows(db, this.pageQuery(db, table, q));
+  }
+
+  /** The statement of a page: what the planner is asked (tests check its plan). */
+  pageQuery(db: Db, table: TableDef, q: PageQuery): CompiledQuery {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
     if (q.after) query = query.where(afterCursor(q.keys, q.after));
-    return readRows(db, query.orderBy(orderBy(q.keys, this.dialect, q.filter)).limit(q.limit).compile());
+    return query.orderBy(orderBy(q.keys, this.dialect, q.filter)).limit(q.limit).compile();
   }
+}
+
+export interface PageQuery {
+  filter: RowFilter | null;
+  keys: SortKey[];
+  after: CursorValue[] | null;
+  limit: number;
 }
