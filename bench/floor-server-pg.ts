@@ -22,7 +22,7 @@ app.get('/after', async (req) => {
   return { data: await rows(`select ${all} from ${t} where (created_at, id) > ($1, $2) order by created_at, id limit $3`, [q.c, q.id, 51]) };
 });
 app.get('/paid', async () => ({
-  data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc nulls last, id limit $3`, ['paid', 5000, 51]),
+  data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc, id desc limit $3`, ['paid', 5000, 51]),
 }));
 app.get('/rows/:id', async (req, reply) => {
   const [row] = await rows(`select ${all} from ${t} where id = $1`, [(req.params as { id: string }).id]);
@@ -44,5 +44,24 @@ app.patch('/rows/:id', async (req) => {
     (req.params as { id: string }).id,
   ]);
   return row;
+});
+/** The whole table as comma-joined lines, read in keyset chunks of 500 rows, as the service reads it. */
+app.get('/export', async (_req, reply) => {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8' });
+  let after: [string, string] | null = null;
+  for (;;) {
+    const chunk: Record<string, unknown>[] = after
+      ? await rows(`select ${all} from ${t} where (created_at, id) > ($1, $2) order by created_at, id limit 500`, after)
+      : await rows(`select ${all} from ${t} order by created_at, id limit 500`, []);
+    if (chunk.length === 0) break;
+    let text = '';
+    for (const r of chunk) text += Object.values(r).map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : v)).join(',') + '\n';
+    if (!res.write(text)) await new Promise((resolve) => res.once('drain', resolve));
+    const last = chunk[chunk.length - 1];
+    after = [last.created_at as string, last.id as string];
+  }
+  res.end();
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

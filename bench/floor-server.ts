@@ -23,7 +23,7 @@ const all = `id, created_at, updated_at, created_by, updated_by, ${cols}`;
 
 const first = db.prepare(`select ${all} from ${t} order by created_at, id limit ?`);
 const after = db.prepare(`select ${all} from ${t} where (created_at, id) > (?, ?) order by created_at, id limit ?`);
-const paid = db.prepare(`select ${all} from ${t} where ${c.status} = ? and ${c.amount} > ? order by ${c.amount} desc, id limit ?`);
+const paid = db.prepare(`select ${all} from ${t} where ${c.status} = ? and ${c.amount} > ? order by ${c.amount} desc, id desc limit ?`);
 const byId = db.prepare(`select ${all} from ${t} where id = ?`);
 const update = db.prepare(`update ${t} set ${c.amount} = ?, updated_at = ? where id = ?`);
 

@@ -27,6 +27,12 @@ export interface Dialect {
   canAlterNullability: boolean;
   /** Whether SELECT … FOR UPDATE exists and is needed: SQLite runs one write transaction at a time. */
   lockRows: boolean;
+  /**
+   * Text longer than this many characters may not fit an index entry (PostgreSQL's B-tree holds
+   * about 2.7 KB): text is indexed and sorted by this prefix first, then by its whole value.
+   * null: any text fits (SQLite).
+   */
+  textKeyPrefix: number | null;
   /** Where NULLs sort when an ORDER BY names no NULLS FIRST/LAST (SQLite: smallest; PostgreSQL: largest). */
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
@@ -83,6 +89,7 @@ export const sqliteDialect: Dialect = {
   isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(String((err as Error).message)),
   canAlterNullability: false,
   lockRows: false,
+  textKeyPrefix: null,
   nullsFirstByDefault: (direction) => direction === 'asc',
   listContains(column, value) {
     const element = sql`select 1 from json_each(${sql.ref(column)}) as e`;
@@ -109,6 +116,8 @@ export const postgresDialect: Dialect = {
   isTooManyColumns: (err) => errCode(err) === '54011',
   canAlterNullability: true,
   lockRows: true,
+  // 256 characters are at most 1 KiB of UTF-8: with a 128-character id the entry stays well within a B-tree page's third.
+  textKeyPrefix: 256,
   nullsFirstByDefault: (direction) => direction === 'desc',
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
   // Text columns are COLLATE "C", whose lower() folds ASCII only; the database's own collation folds every letter.

@@ -104,6 +104,21 @@ const migrations: Migration[] = [
       if (samples.rows.length > 0) await sql`delete from sqlite_stat4 where tbl like 'rows!_%' escape '!'`.execute(db);
     },
   },
+  {
+    version: 3,
+    name: 'fields say whether they are indexed',
+    async up(db, dialect) {
+      // Until now every field of these types had an index; from now on a field has one when its
+      // options say `indexed: true`. The fields made before keep theirs, and say so.
+      const sortable = ['text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select'];
+      const fields = await db.selectFrom('rh_fields').select(['id', 'options']).where('type', 'in', sortable).execute();
+      for (const f of fields) {
+        const options = dialect.decodeJson(f.options) as Record<string, unknown>;
+        if (options.indexed !== undefined) continue;
+        await db.updateTable('rh_fields').set({ options: dialect.encodeJson({ ...options, indexed: true }) }).where('id', '=', f.id).execute();
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

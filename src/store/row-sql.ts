@@ -2,7 +2,8 @@ import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { CursorValue } from '../domain/cursor.ts';
 import type { SortKey } from '../domain/row-sort.ts';
-import type { Dialect } from './dialect.ts';
+import type { ColumnKind, Dialect } from './dialect.ts';
+import type { RowColumn } from '../domain/row-columns.ts';
 
 /** Filters, orders and keyset conditions of row lists, compiled to SQL for either dialect. */
 
@@ -25,6 +26,34 @@ function joined(items: RawBuilder<SqlBool>[], op: 'and' | 'or'): RawBuilder<SqlB
   return sql<SqlBool>`(${sql.join(items, sql.raw(` ${op} `))})`;
 }
 
+/** A text's first `n` characters (code points, as PostgreSQL's left() counts them). */
+const prefixOf = (text: string, n: number): string => [...text.slice(0, 2 * n)].slice(0, n).join('');
+
+/** Whether the dialect keys this column by a bounded prefix of its text (system columns are never long). */
+function prefixed(target: RowColumn, dialect: Dialect): dialect is Dialect & { textKeyPrefix: number } {
+  return dialect.textKeyPrefix !== null && !target.system && target.type.column === 'text';
+}
+
+/** What an index on this column is keyed by: the column, or the bounded prefix of a text column. */
+export function indexKey(dialect: Dialect, column: string, kind: ColumnKind): RawBuilder<unknown> {
+  const col = sql.ref(column);
+  return dialect.textKeyPrefix !== null && kind === 'text' ? sql`left(${col}, ${sql.lit(dialect.textKeyPrefix)})` : sql`${col}`;
+}
+
+/** A comparison of a column with a value, written so that an index on the column's key can serve it. */
+function compare(target: RowColumn, op: keyof typeof COMPARISONS, value: unknown, dialect: Dialect): RawBuilder<SqlBool> {
+  const column = sql.ref(target.column);
+  const exact = sql<SqlBool>`${column} ${sql.raw(COMPARISONS[op])} ${value}`;
+  if (!prefixed(target, dialect)) return exact;
+  const key = indexKey(dialect, target.column, 'text');
+  const n = dialect.textKeyPrefix;
+  // A value shorter than the prefix compares with a column's prefix exactly as with the whole column.
+  if ([...(value as string).slice(0, 2 * n)].length < n) return sql<SqlBool>`${key} ${sql.raw(COMPARISONS[op])} ${value}`;
+  // A longer one: the prefix narrows the search (an index seek), the whole value decides.
+  const loose = op === '_gt' ? '>=' : op === '_lt' ? '<=' : COMPARISONS[op];
+  return sql<SqlBool>`(${key} ${sql.raw(loose)} ${prefixOf(value as string, n)} and ${exact})`;
+}
+
 export function compileFilter(f: RowFilter, dialect: Dialect): RawBuilder<SqlBool> {
   switch (f.kind) {
     case 'and':
@@ -38,30 +67,44 @@ export function compileFilter(f: RowFilter, dialect: Dialect): RawBuilder<SqlBoo
     case 'has':
       return dialect.listContains(f.target.column, f.value);
     case 'cmp': {
-      const column = sql.ref(f.target.column);
-      if (f.op in COMPARISONS) {
-        const value = f.target.type.toDb(f.value, dialect);
-        return sql<SqlBool>`${column} ${sql.raw(COMPARISONS[f.op as keyof typeof COMPARISONS])} ${value}`;
-      }
-      return sql<SqlBool>`${column} like ${likePattern(f.op, f.value as string)} escape '\\'`;
+      if (f.op in COMPARISONS) return compare(f.target, f.op as keyof typeof COMPARISONS, f.target.type.toDb(f.value, dialect), dialect);
+      return sql<SqlBool>`${sql.ref(f.target.column)} like ${likePattern(f.op, f.value as string)} escape '\\'`;
     }
   }
+}
+
+/**
+ * One term of an ORDER BY: a sort key, or on PostgreSQL a text key's bounded prefix followed by
+ * the key itself (the prefix orders as the whole value does, and an index on it serves the order).
+ * `of` turns the key's cursor value into the term's.
+ */
+interface Term {
+  expr: RawBuilder<unknown>;
+  of(v: CursorValue): CursorValue;
+  key: SortKey;
+}
+
+function termsOf(k: SortKey, dialect: Dialect): Term[] {
+  const whole: Term = { expr: sql`${sql.ref(k.target.column)}`, of: (v) => v, key: k };
+  if (!prefixed(k.target, dialect)) return [whole];
+  const n = dialect.textKeyPrefix;
+  const prefix: Term = { expr: indexKey(dialect, k.target.column, 'text'), of: (v) => (typeof v === 'string' ? prefixOf(v, n) : v), key: k };
+  return [prefix, whole];
 }
 
 /** ORDER BY items; NULLS FIRST/LAST only where it differs from the database's own placement, so indexes serve it. */
 export function orderBy(keys: SortKey[], dialect: Dialect, filter: RowFilter | null): RawBuilder<unknown> {
   const neverNull = nonNullColumns(filter);
   return sql.join(
-    keys.map((k) => {
+    keys.flatMap((k) => {
       const nullsFirst = k.nulls === 'nullsFirst';
       // Where no row can be null the placement is moot: leaving it out lets an index serve the order.
       const moot = k.target.system || neverNull.has(k.target.column);
       const placement = moot || nullsFirst === dialect.nullsFirstByDefault(k.direction) ? '' : nullsFirst ? ' nulls first' : ' nulls last';
-      return sql`${sql.ref(k.target.column)} ${sql.raw(k.direction)}${sql.raw(placement)}`;
+      return termsOf(k, dialect).map((t) => sql`${t.expr} ${sql.raw(k.direction)}${sql.raw(placement)}`);
     }),
   );
 }
-
 
 /**
  * The columns a filter keeps every row non-null in: those with a comparison (true only for a
@@ -78,41 +121,38 @@ function nonNullColumns(filter: RowFilter | null): Set<string> {
 }
 
 /** Rows strictly after the cursor's row in key order: the keyset condition. */
-export function afterCursor(keys: SortKey[], values: CursorValue[]): RawBuilder<SqlBool> {
+export function afterCursor(keys: SortKey[], values: CursorValue[], dialect: Dialect): RawBuilder<SqlBool> {
   // Same direction on never-null columns: one row-value comparison, which both databases serve from the index.
   if (keys.every((k) => k.target.system && k.direction === keys[0].direction)) {
     const cols = sql.join(keys.map((k) => sql.ref(k.target.column)));
     const vals = sql.join(values.map((v) => sql`${v}`));
     return sql<SqlBool>`(${cols}) ${sql.raw(keys[0].direction === 'asc' ? '>' : '<')} (${vals})`;
   }
+  const terms = keys.flatMap((k, i) => termsOf(k, dialect).map((t) => ({ t, v: t.of(values[i]) })));
   const chain = (i: number): RawBuilder<SqlBool> => {
-    const k = keys[i];
-    const v = values[i];
-    const strictly = beyond(k, v);
-    if (i === keys.length - 1) return strictly;
-    return joined([strictly, joined([same(k, v), chain(i + 1)], 'and')], 'or');
+    const { t, v } = terms[i];
+    const strictly = beyond(t, v);
+    if (i === terms.length - 1) return strictly;
+    return joined([strictly, joined([same(t, v), chain(i + 1)], 'and')], 'or');
   };
-  return joined([leadingBound(keys[0], values[0]), chain(0)], 'and');
+  return joined([leadingBound(terms[0].t, terms[0].v), chain(0)], 'and');
 }
 
-/** Rows whose key is strictly after `v` in this key's order, nulls placed as asked. */
-function beyond(k: SortKey, v: CursorValue): RawBuilder<SqlBool> {
-  const col = sql.ref(k.target.column);
+/** Rows whose term is strictly after `v` in its key's order, nulls placed as asked. */
+function beyond({ expr, key: k }: Term, v: CursorValue): RawBuilder<SqlBool> {
   const nullsLast = k.nulls === 'nullsLast';
-  if (v === null) return nullsLast ? FALSE : sql<SqlBool>`${col} is not null`;
-  const cmp = sql<SqlBool>`${col} ${sql.raw(k.direction === 'asc' ? '>' : '<')} ${v}`;
-  return nullsLast && !k.target.system ? sql<SqlBool>`(${cmp} or ${col} is null)` : cmp;
+  if (v === null) return nullsLast ? FALSE : sql<SqlBool>`${expr} is not null`;
+  const cmp = sql<SqlBool>`${expr} ${sql.raw(k.direction === 'asc' ? '>' : '<')} ${v}`;
+  return nullsLast && !k.target.system ? sql<SqlBool>`(${cmp} or ${expr} is null)` : cmp;
 }
 
-function same(k: SortKey, v: CursorValue): RawBuilder<SqlBool> {
-  const col = sql.ref(k.target.column);
-  return v === null ? sql<SqlBool>`${col} is null` : sql<SqlBool>`${col} = ${v}`;
+function same({ expr }: Term, v: CursorValue): RawBuilder<SqlBool> {
+  return v === null ? sql<SqlBool>`${expr} is null` : sql<SqlBool>`${expr} = ${v}`;
 }
 
-/** A redundant range on the first key that an index can seek to; the chain then decides ties. */
-function leadingBound(k: SortKey, v: CursorValue): RawBuilder<SqlBool> {
-  const col = sql.ref(k.target.column);
-  if (v === null) return k.nulls === 'nullsLast' ? sql<SqlBool>`${col} is null` : TRUE;
-  const range = sql<SqlBool>`${col} ${sql.raw(k.direction === 'asc' ? '>=' : '<=')} ${v}`;
-  return k.nulls === 'nullsLast' && !k.target.system ? sql<SqlBool>`(${range} or ${col} is null)` : range;
+/** A redundant range on the first term that an index can seek to; the chain then decides ties. */
+function leadingBound({ expr, key: k }: Term, v: CursorValue): RawBuilder<SqlBool> {
+  if (v === null) return k.nulls === 'nullsLast' ? sql<SqlBool>`${expr} is null` : TRUE;
+  const range = sql<SqlBool>`${expr} ${sql.raw(k.direction === 'asc' ? '>=' : '<=')} ${v}`;
+  return k.nulls === 'nullsLast' && !k.target.system ? sql<SqlBool>`(${range} or ${expr} is null)` : range;
 }

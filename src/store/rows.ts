@@ -282,7 +282,7 @@ export class RowStore {
   pageQuery(db: Db, table: TableDef, q: PageQuery): CompiledQuery {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
-    if (q.after) query = query.where(afterCursor(q.keys, q.after));
+    if (q.after) query = query.where(afterCursor(q.keys, q.after, this.dialect));
     return query.orderBy(orderBy(q.keys, this.dialect, q.filter)).limit(q.limit).compile();
   }
 }

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
-import { fieldType } from '../domain/field-types/registry.ts';
+import { fieldType, isIndexed } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER, fieldColumn, idHex, tableName } from '../domain/row-columns.ts';
 import type { Db } from './database.ts';
-import type { Dialect } from './dialect.ts';
+import type { ColumnKind, Dialect } from './dialect.ts';
+import { indexKey } from './row-sql.ts';
 
 /**
  * The real SQL table behind each user table: one typed column per field. Physical names come
@@ -16,21 +17,26 @@ export { fieldColumn as physicalColumn, tableName as physicalTable } from '../do
 /** System columns: API name → physical column. */
 const SYSTEM = Object.fromEntries(SYSTEM_ORDER.map((c) => [c.key, c.column])) as Record<'id' | 'createdAt' | 'updatedAt' | 'createdBy' | 'updatedBy', string>;
 
+interface IndexDef {
+  name: string;
+  column: string;
+  kind: ColumnKind;
+}
+
+const fieldIndex = (f: FieldDef): IndexDef => ({ name: `i_${idHex(f.id)}`, column: fieldColumn(f.id), kind: fieldType(f.type).column });
+
 /** Indexes on (sort key, id): what keeps sorted filters and keyset pages fast as tables grow. */
-function indexesOf(tableId: string, fields: FieldDef[]): { name: string; column: string }[] {
+function indexesOf(tableId: string, fields: FieldDef[]): IndexDef[] {
   const t = idHex(tableId);
   return [
-    { name: `i_${t}_created`, column: SYSTEM.createdAt },
-    { name: `i_${t}_updated`, column: SYSTEM.updatedAt },
-    ...fields.filter((f) => fieldType(f.type).sortable).map((f) => ({ name: `i_${idHex(f.id)}`, column: fieldColumn(f.id) })),
+    { name: `i_${t}_created`, column: SYSTEM.createdAt, kind: 'timestamp' },
+    { name: `i_${t}_updated`, column: SYSTEM.updatedAt, kind: 'timestamp' },
+    ...fields.filter(isIndexed).map(fieldIndex),
   ];
 }
 
-async function createIndexes(tx: Db, tableId: string, fields: FieldDef[], only?: FieldDef[]): Promise<void> {
-  const wanted = only ? indexesOf(tableId, only).slice(2) : indexesOf(tableId, fields);
-  for (const ix of wanted) {
-    await tx.schema.createIndex(ix.name).on(tableName(tableId)).columns([ix.column, 'id']).execute();
-  }
+async function createIndex(tx: Db, dialect: Dialect, tableId: string, ix: IndexDef): Promise<void> {
+  await sql`create index ${sql.id(ix.name)} on ${sql.table(tableName(tableId))} (${indexKey(dialect, ix.column, ix.kind)}, ${sql.ref('id')})`.execute(tx);
 }
 
 async function createTable(tx: Db, dialect: Dialect, name: string, fields: FieldDef[]): Promise<void> {
@@ -53,7 +59,7 @@ async function createTable(tx: Db, dialect: Dialect, name: string, fields: Field
 
 export async function createUserTable(tx: Db, dialect: Dialect, tableId: string, fields: FieldDef[]): Promise<void> {
   await createTable(tx, dialect, tableName(tableId), fields);
-  await createIndexes(tx, tableId, fields);
+  for (const ix of indexesOf(tableId, fields)) await createIndex(tx, dialect, tableId, ix);
 }
 
 export async function dropUserTable(tx: Db, tableId: string): Promise<void> {
@@ -81,6 +87,8 @@ export interface FieldChanges {
   removed: FieldDef[];
   /** Fields (in their new form) whose `required` differs from before; added required fields too. */
   nullability: FieldDef[];
+  /** Fields kept (in their new form) whose `options.indexed` differs from before. */
+  reindexed: FieldDef[];
 }
 
 /**
@@ -94,14 +102,14 @@ export async function applyFieldChanges(tx: Db, dialect: Dialect, tableId: strin
     await rebuildTable(tx, dialect, tableId, c.fields);
     return;
   }
-  for (const f of c.removed) {
-    if (fieldType(f.type).sortable) await tx.schema.dropIndex(`i_${idHex(f.id)}`).ifExists().execute();
-    await tx.schema.alterTable(table).dropColumn(fieldColumn(f.id)).execute();
+  for (const f of [...c.removed, ...c.reindexed.filter((r) => !isIndexed(r))]) {
+    await tx.schema.dropIndex(fieldIndex(f).name).ifExists().execute();
   }
+  for (const f of c.removed) await tx.schema.alterTable(table).dropColumn(fieldColumn(f.id)).execute();
   for (const f of c.added) {
     await tx.schema.alterTable(table).addColumn(fieldColumn(f.id), sql.raw(dialect.columnType(fieldType(f.type).column))).execute();
   }
-  await createIndexes(tx, tableId, c.fields, c.added);
+  for (const f of [...c.added, ...c.reindexed].filter(isIndexed)) await createIndex(tx, dialect, tableId, fieldIndex(f));
   for (const f of c.nullability) {
     await tx.schema
       .alterTable(table)
@@ -122,5 +130,5 @@ async function rebuildTable(tx: Db, dialect: Dialect, tableId: string, fields: F
   await sql`insert into ${sql.table(next)} (${list}) select ${list} from ${sql.table(table)}`.execute(tx);
   await tx.schema.dropTable(table).execute();
   await tx.schema.alterTable(next).renameTo(table).execute();
-  await createIndexes(tx, tableId, fields);
+  for (const ix of indexesOf(tableId, fields)) await createIndex(tx, dialect, tableId, ix);
 }

@@ -1,7 +1,7 @@
 import { booleanType } from './boolean.ts';
 import { dateTimeType } from './date-time.ts';
 import { dateType } from './date.ts';
-import { FIELD_TYPE_NAMES, type FieldType, type FieldTypeName } from './field-type.ts';
+import { FIELD_TYPE_NAMES, type FieldDef, type FieldType, type FieldTypeName } from './field-type.ts';
 import { fileType } from './file.ts';
 import { listType } from './list.ts';
 import { numberType } from './number.ts';
@@ -32,6 +32,23 @@ export function isFieldTypeName(name: unknown): name is FieldTypeName {
 
 export function fieldType(name: FieldTypeName): FieldType {
   return registry[name];
+}
+
+/**
+ * JSON Schema of a field's `options`: the type's own, plus `indexed` for the types that can be
+ * sort keys. An index makes sorts and range filters on the field fast on large tables and costs
+ * every write of the table (see docs/indexes.md for the figures), so it is the field's choice.
+ */
+export function fieldOptionsSchema(name: FieldTypeName): Record<string, unknown> {
+  const type = registry[name];
+  if (!type.sortable) return type.optionsSchema;
+  const own = type.optionsSchema as { properties?: Record<string, unknown> };
+  return { ...own, properties: { ...own.properties, indexed: { type: 'boolean' } } };
+}
+
+/** Whether the field has an index of its own: only when asked for (`options.indexed`). */
+export function isIndexed(field: FieldDef): boolean {
+  return registry[field.type].sortable && field.options.indexed === true;
 }
 
 export { FIELD_TYPE_NAMES };

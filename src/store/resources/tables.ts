@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { FIELD_TYPE_NAMES, type FieldDef } from '../../domain/field-types/field-type.ts';
-import { fieldType, isFieldTypeName } from '../../domain/field-types/registry.ts';
+import { fieldOptionsSchema, fieldType, isFieldTypeName, isIndexed } from '../../domain/field-types/registry.ts';
 import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
@@ -38,7 +38,7 @@ const fieldSchema = {
 };
 
 const optionValidators = new Map<string, Validator>(
-  FIELD_TYPE_NAMES.map((name) => [name, compileSchema(fieldType(name).optionsSchema)]),
+  FIELD_TYPE_NAMES.map((name) => [name, compileSchema(fieldOptionsSchema(name))]),
 );
 
 /** Problems of one field definition that need no database; `path` is like `fields[2]`. */
@@ -130,6 +130,7 @@ function reviewFields(existing: FieldDef[], inputs: FieldInput[]): FieldPlan {
     added: fields.filter((f) => !byId.has(f.id)),
     removed: existing.filter((f) => !kept.has(f.id)),
     nullability: fields.filter((f) => f.required !== (byId.get(f.id)?.required ?? false)),
+    reindexed: fields.filter((f) => byId.has(f.id) && isIndexed(f) !== isIndexed(byId.get(f.id) as FieldDef)),
   };
   return { changes, problems, index };
 }
