@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../errors.ts';
 import type { Database } from '../store/database.ts';
 import { type Principal, authenticate } from '../store/auth-store.ts';
-import { ReadCache } from '../store/read-cache.ts';
+import { MetadataCache } from '../store/metadata-cache.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,7 +24,7 @@ function isApiRequest(request: FastifyRequest): boolean {
 /** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
 export function installAuth(app: FastifyInstance, database: Database): void {
   app.decorateRequest('principal', null);
-  const keys = new ReadCache<Record<string, unknown> | undefined>(database);
+  const keys = new MetadataCache<Record<string, unknown>>(database);
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
     // Node joins a repeated header into one string, which is then no valid key.

@@ -73,10 +73,10 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const input = checkRowCreate(request.body, table, '', details);
     throwIfInvalid(details, 'Invalid row');
     const ctx = writeContext(request);
-    // An upsert reads, then writes: one transaction, so no other writer comes between.
-    const result = input.upsert
-      ? await inTransaction(database, (tx) => rows.create(tx, table, input, ctx))
-      : await rows.create(database.db, table, input, ctx);
+    // An upsert in steps reads, then writes: one transaction, so no other writer comes between.
+    const result = rows.createIsOneStatement(input)
+      ? await rows.create(database.db, table, input, ctx)
+      : await inTransaction(database, (tx) => rows.create(tx, table, input, ctx));
     return reply.status(result.created ? 201 : 200).send(result.row);
   });
 

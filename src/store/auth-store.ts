@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { apiKeyPrefix, hashApiKey } from '../domain/api-key.ts';
 import type { Db } from './database.ts';
 import { cachedTemplate } from './query-template.ts';
-import type { ReadCache } from './read-cache.ts';
+import type { MetadataCache } from './metadata-cache.ts';
 
 export interface Principal {
   keyId: string;
@@ -12,15 +12,18 @@ export interface Principal {
 /** How stale lastUsedAt may get: writing it on every request would make each read a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-type KeyRow = Record<string, unknown> | undefined;
+type KeyRow = Record<string, unknown>;
 
-/** The principal of a valid key; null when it is unknown, revoked or expired. */
-export async function authenticate(db: Db, key: string, memo?: ReadCache<KeyRow>): Promise<Principal | null> {
+/**
+ * The principal of a valid key; null when it is unknown, revoked or expired. The row may come
+ * from the memo, so revokedAt and expiresAt are compared with the clock on every request.
+ */
+export async function authenticate(db: Db, key: string, memo?: MetadataCache<KeyRow>): Promise<Principal | null> {
   const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
     db.selectFrom('rh_api_keys').select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt']).where('keyHash', '=', arg(0)),
   );
   const hash = hashApiKey(key);
-  const load = async () => (await lookup.run(db, [hash])).rows[0];
+  const load = async () => (await lookup.run(db, [hash])).rows[0] as KeyRow | undefined;
   const row = memo ? await memo.get(db, hash, load) : await load();
   if (!row) return null;
   const now = Date.now();
@@ -28,7 +31,10 @@ export async function authenticate(db: Db, key: string, memo?: ReadCache<KeyRow>
   const reached = (at: unknown) => at !== null && Date.parse(at as string) <= now;
   if (reached(row.revokedAt) || reached(row.expiresAt)) return null;
   if (row.lastUsedAt === null || now - Date.parse(row.lastUsedAt as string) > LAST_USED_RESOLUTION_MS) {
-    await db.updateTable('rh_api_keys').set({ lastUsedAt: new Date(now).toISOString() }).where('id', '=', row.id).execute();
+    // This write signals no metadata change (migration 4), so the memo keeps the row: note it there,
+    // before waiting, so the requests meanwhile do not write it too.
+    row.lastUsedAt = new Date(now).toISOString();
+    await db.updateTable('rh_api_keys').set({ lastUsedAt: row.lastUsedAt }).where('id', '=', row.id).execute();
   }
   return { keyId: row.id as string, memberId: row.memberId as string };
 }

@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
+import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
 import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
@@ -27,8 +28,20 @@ export interface Database {
    * Close the iterator (return()) when done early.
    */
   iterate?(query: { sql: string; parameters: readonly unknown[] }): IterableIterator<unknown[]>;
-  /** SQLite only: a number that moves whenever any connection but the read one commits (see ReadCache). */
-  commitCounter?(): number;
+  /**
+   * A number that moves whenever API keys, members, tables or fields may have changed, whoever
+   * changed them; undefined while that cannot be known (no cache may then be trusted). Called on
+   * every lookup, so cheap: see MetadataCache.
+   */
+  metadataVersion?(): number | undefined;
+}
+
+export interface DatabaseOptions {
+  /**
+   * PostgreSQL: called with each statement sent to the server, BEGIN and COMMIT included (tests
+   * count round trips with it). SQLite's reads mostly bypass the query builder, so it has none.
+   */
+  onQuery?: (sql: string) => void;
 }
 
 /**
@@ -137,7 +150,7 @@ function openSqlite(file: string): Database {
   // A second connection to :memory: would be another database, so that one reads in line.
   let reader: SqliteDatabase.Database | undefined;
   const exporters = new Set<SqliteDatabase.Database>();
-  let dataVersion: SqliteDatabase.Statement | undefined;
+  let metadataCounter: SqliteDatabase.Statement | undefined;
   const readConnection = () => {
     if (!reader) {
       reader = new SqliteDatabase(file, { readonly: true });
@@ -165,7 +178,7 @@ function openSqlite(file: string): Database {
             reader?.close();
             reader = undefined;
             statements = undefined;
-            dataVersion = undefined;
+            metadataCounter = undefined;
             await sql`analyze sqlite_schema`.execute(db);
           },
           warnBackground,
@@ -180,9 +193,14 @@ function openSqlite(file: string): Database {
     ...(file === ':memory:'
       ? {}
       : {
-          commitCounter: () => {
-            dataVersion ??= readConnection().prepare('pragma data_version').pluck();
-            return dataVersion.get() as number;
+          // The counter migration 4's triggers bump: seen on the next read after any commit, by any process.
+          metadataVersion: () => {
+            try {
+              metadataCounter ??= readConnection().prepare('select n from rh_metadata_version where id = 1').pluck();
+              return metadataCounter.get() as number | undefined;
+            } catch {
+              return undefined; // not migrated yet: nothing to trust
+            }
           },
           iterate: (query: { sql: string; parameters: readonly unknown[] }) => {
             // A connection of its own: its snapshot lasts as long as the export, and must not
@@ -227,11 +245,14 @@ function openSqlite(file: string): Database {
   };
 }
 
-function openPostgres(url: string): Database {
+function openPostgres(url: string, options: DatabaseOptions): Database {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
-  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  const listener = new MetadataListener(url);
+  const dialect = reportingMetadataWrites(new PostgresDialect({ pool }), () => listener.changed());
+  const { onQuery } = options;
+  const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
   const statistics = postgresStatistics(db, warnBackground);
   return {
     db,
@@ -240,14 +261,16 @@ function openPostgres(url: string): Database {
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    metadataVersion: () => listener.current(),
     close: async () => {
       await statistics.close();
+      await listener.close();
       await db.destroy();
     },
   };
 }
 
-export function openDatabase(databaseUrl: string): Database {
+export function openDatabase(databaseUrl: string, options: DatabaseOptions = {}): Database {
   if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
-  return openPostgres(databaseUrl);
+  return openPostgres(databaseUrl, options);
 }

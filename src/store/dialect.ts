@@ -41,6 +41,11 @@ export interface Dialect {
   lower(expr: RawBuilder<unknown> | ReturnType<typeof sql.ref>): RawBuilder<string>;
   /** `now`, or 1 ms past the column's value when the clock has not moved beyond it: a timestamp that always moves. */
   nextTimestamp(column: string, now: unknown): RawBuilder<unknown>;
+  /**
+   * In the RETURNING list of INSERT … ON CONFLICT DO UPDATE: whether the row was inserted rather
+   * than updated. null where the database cannot tell (SQLite), which then upserts in two steps.
+   */
+  upsertInserted: RawBuilder<boolean> | null;
 }
 
 const messageOf = (err: unknown) => String((err as { message?: unknown })?.message ?? '');
@@ -101,6 +106,7 @@ export const sqliteDialect: Dialect = {
   lower: (expr) => sql<string>`lower(${expr})`,
   nextTimestamp: (column, now) =>
     sql`case when ${sql.ref(column)} < ${now} then ${now} else strftime('%Y-%m-%dT%H:%M:%fZ', ${sql.ref(column)}, '+0.001 seconds') end`,
+  upsertInserted: null,
 };
 
 export const postgresDialect: Dialect = {
@@ -124,4 +130,7 @@ export const postgresDialect: Dialect = {
   lower: (expr) => sql<string>`lower(${expr} collate "default")`,
   nextTimestamp: (column, now) =>
     sql`case when ${sql.ref(column)} < ${now}::timestamptz then ${now}::timestamptz else ${sql.ref(column)} + interval '1 millisecond' end`,
+  // A freshly inserted row version has no xmax; the one ON CONFLICT DO UPDATE writes carries the
+  // row lock the upsert took, so its xmax is the writing transaction.
+  upsertInserted: sql<boolean>`(xmax = 0)`,
 };

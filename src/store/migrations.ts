@@ -119,6 +119,42 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 4,
+    name: 'metadata change signals',
+    async up(db, dialect) {
+      // Every change to what the key and table caches hold signals, whoever makes it (the API, the
+      // CLI, another instance, a hand-written statement): see docs/decisions.md, "Metadata caches".
+      // rh_api_keys signals on every column but lastUsedAt, which each request may write once a
+      // minute; a migration adding a column to rh_api_keys must add it to that trigger.
+      const watched = ['rh_members', 'rh_tables', 'rh_fields'];
+      const keyColumns = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'name', 'memberId', 'prefix', 'keyHash', 'expiresAt', 'revokedAt']
+        .map((c) => `"${c}"`)
+        .join(', ');
+      const run = (text: string) => sql.raw(text).execute(db);
+      if (dialect.name === 'postgres') {
+        // Delivered to every LISTENing session at commit, never for a rolled-back change.
+        await run(`create function rh_metadata_changed() returns trigger language plpgsql as $$
+          begin perform pg_notify('rowhouse_meta', tg_table_name); return null; end $$`);
+        const notify = 'for each statement execute function rh_metadata_changed()';
+        await run(`create trigger rh_api_keys_changed after insert or delete or truncate or update of ${keyColumns} on rh_api_keys ${notify}`);
+        for (const t of watched) await run(`create trigger ${t}_changed after insert or update or delete or truncate on ${t} ${notify}`);
+      } else {
+        // One counter row, read by every request on the read connection (cheap, in-process).
+        await run('create table rh_metadata_version (id integer primary key check (id = 1), n integer not null)');
+        await run('insert into rh_metadata_version (id, n) values (1, 0)');
+        const bump = 'begin update rh_metadata_version set n = n + 1 where id = 1; end';
+        await run(`create trigger rh_api_keys_inserted after insert on rh_api_keys ${bump}`);
+        await run(`create trigger rh_api_keys_updated after update of ${keyColumns} on rh_api_keys ${bump}`);
+        await run(`create trigger rh_api_keys_deleted after delete on rh_api_keys ${bump}`);
+        for (const t of watched) {
+          for (const [event, done] of [['insert', 'inserted'], ['update', 'updated'], ['delete', 'deleted']]) {
+            await run(`create trigger ${t}_${done} after ${event} on ${t} ${bump}`);
+          }
+        }
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { conflict, invalid } from '../errors.ts';
-import type { Compilable, CompiledQuery } from 'kysely';
+import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
@@ -169,12 +169,14 @@ export class RowStore {
 
   /**
    * A create as POST /rows means it: a new row, or with `upsert` and an id that exists, a partial
-   * update of that row. Run it in a transaction when it may upsert.
+   * update of that row. Run it in a transaction unless it is one statement (`createIsOneStatement`).
    */
   async create(db: Db, table: TableDef, input: RowCreate, ctx: WriteContext, prefix = 'values'): Promise<{ created: boolean; row: RowRecord }> {
     if (!input.upsert || input.id === undefined) {
       return { created: true, row: await this.insert(db, table, input.id ?? randomUUID(), input.values, ctx) };
     }
+    const insertedFlag = this.dialect.upsertInserted;
+    if (insertedFlag && input.missingRequired.length === 0) return this.upsert(db, table, input.id, input.values, ctx, insertedFlag);
     const updated = await this.update(db, table, input.id, input.values, ctx);
     if (updated) return { created: false, row: updated };
     if (input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, prefix), 'Invalid row');
@@ -182,6 +184,41 @@ export class RowStore {
     if (inserted) return { created: true, row: inserted };
     // Another writer inserted it in between: the upsert becomes an update.
     return { created: false, row: (await this.update(db, table, input.id, input.values, ctx)) as RowRecord };
+  }
+
+  /**
+   * Whether `create` makes one statement, atomic without a transaction of its own: all but an
+   * upsert that may insert where the database cannot tell an insert from an update (SQLite).
+   * (An upsert lacking a required field can only update: one UPDATE, or a 400 when no row matched.)
+   */
+  createIsOneStatement(input: RowCreate): boolean {
+    return !input.upsert || input.id === undefined || input.missingRequired.length > 0 || this.dialect.upsertInserted !== null;
+  }
+
+  /**
+   * An upsert that carries every required field, as one INSERT … ON CONFLICT DO UPDATE: the row as
+   * `insert` makes it, or else the partial update `update` makes (the given fields, updatedAt moved,
+   * createdAt/createdBy kept). The database says which it was.
+   */
+  private async upsert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, inserted: RawBuilder<boolean>): Promise<{ created: boolean; row: RowRecord }> {
+    const columns = this.columns(table);
+    const given = [...values.keys()].map((f) => fieldColumn(f.id));
+    const t = this.template(db, table, `upsert:${given.join(',')}`, (d, arg) =>
+      d
+        .insertInto(table.physical)
+        .values(Object.fromEntries(columns.map((c, i) => [c, arg(i)])))
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet({
+            ...Object.fromEntries(given.map((c) => [c, sql.ref(`excluded.${c}`)])),
+            updated_at: this.dialect.nextTimestamp(`${table.physical}.updated_at`, sql.ref('excluded.updated_at')),
+            updated_by: sql.ref('excluded.updated_by'),
+          }),
+        )
+        .returning([...columns, inserted.as('inserted')]),
+    );
+    const [raw] = (await t.run(db, this.newRow(table, id, values, ctx))).rows;
+    this.wrote(table, 1);
+    return { created: raw.inserted === true, row: this.toRecord(table, raw) };
   }
 
   /** The ids among `ids` that exist in the table. */

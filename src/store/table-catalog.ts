@@ -1,7 +1,7 @@
 import { isTableRef, isUuid } from '../domain/codes.ts';
 import type { FieldDef, FieldTypeName } from '../domain/field-types/field-type.ts';
 import type { Database, Db } from './database.ts';
-import { ReadCache } from './read-cache.ts';
+import { MetadataCache } from './metadata-cache.ts';
 import type { Dialect } from './dialect.ts';
 import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
@@ -43,19 +43,20 @@ export async function loadFields(db: Db, dialect: Dialect, tableIds: string[]): 
 }
 
 /**
- * Resolves table references to definitions. Each lookup reads the table's version (one indexed
- * row); fields are read again only when the version moved, so every instance sees changes made
- * by any other at once.
+ * Resolves table references to definitions. A reference is answered from the memo until the
+ * metadata changes (MetadataCache); then the table's version is read again (one indexed row), and
+ * its fields only when that version moved. So a definition keeps its identity while its table is
+ * unchanged: RowStore keys its compiled statements on it.
  */
 export class TableCatalog {
   private readonly cache = new Map<string, TableDef>();
   private readonly dialect: Dialect;
-  /** Answers by reference while nothing was committed since (SQLite): no lookup at all. */
-  private readonly memo: ReadCache<TableDef | undefined>;
+  /** Answers by reference while no metadata changed: no lookup at all. */
+  private readonly memo: MetadataCache<TableDef>;
 
   constructor(database: Database) {
     this.dialect = database.dialect;
-    this.memo = new ReadCache(database);
+    this.memo = new MetadataCache(database);
   }
 
   /** The table named by id or code, or undefined. */

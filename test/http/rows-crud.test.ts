@@ -285,6 +285,23 @@ eachDatabase('rows: single-row routes', (kind) => {
     assert.deepEqual((await getRow('up-1')).body, r.body);
   });
 
+  it('upsert giving every required field on an existing row is the same partial update: 200, createdAt kept, updatedAt moved', async () => {
+    // On PostgreSQL this is one INSERT … ON CONFLICT DO UPDATE; the answer must not tell.
+    const row = await created({ id: 'up-all', values: { title: 'before', amount: 1, color: 'red' } });
+    const r = await create({ id: 'up-all', values: { title: 'after', done: true }, options: { upsert: true } });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.values, nullsWith({ title: 'after', amount: 1, color: 'red', done: true }));
+    assert.equal(r.body.createdAt, row.createdAt);
+    assert.equal(r.body.createdBy, row.createdBy);
+    assert.equal(r.body.updatedBy, t.ownerId);
+    // updatedAt moves even when the clock has not (same millisecond as the create, or earlier).
+    assert.ok(r.body.updatedAt > row.updatedAt, `${r.body.updatedAt} > ${row.updatedAt}`);
+    const again = await create({ id: 'up-all', values: { title: 'again' }, options: { upsert: true } });
+    assert.equal(again.status, 200, again.text);
+    assert.ok(again.body.updatedAt > r.body.updatedAt, `${again.body.updatedAt} > ${r.body.updatedAt}`);
+    assert.deepEqual((await getRow('up-all')).body, again.body);
+  });
+
   it('upsert of a new id creates it (201) and then still needs the required fields', async () => {
     const r = await create({ id: 'up-new', values: { title: 'fresh', done: true }, options: { upsert: true } });
     assert.equal(r.status, 201, r.text);

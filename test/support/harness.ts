@@ -78,6 +78,7 @@ export interface RequestOptions {
 
 export interface TestApp {
   kind: DbKind;
+  scratch: ScratchDatabase;
   app: FastifyInstance;
   database: Database;
   config: Config;
@@ -102,9 +103,16 @@ function queryString(query: Record<string, unknown> | undefined): string {
   return s ? `?${s}` : '';
 }
 
+export interface AppOptions {
+  /** Another instance over that app's database (migrating and bootstrapping it again, as a start does); its close() leaves the database. */
+  sharing?: TestApp;
+  /** PostgreSQL: sees each statement the app sends to the server. */
+  onQuery?: (sql: string) => void;
+}
+
 /** The real app over a scratch database, driven through Fastify's inject. */
-export async function startApp(kind: DbKind, env: Record<string, string> = {}): Promise<TestApp> {
-  const scratch = await scratchDatabase(kind);
+export async function startApp(kind: DbKind, env: Record<string, string> = {}, options: AppOptions = {}): Promise<TestApp> {
+  const scratch = options.sharing?.scratch ?? (await scratchDatabase(kind));
   const config = loadConfig({
     ROWHOUSE_DATA_DIR: scratch.dir,
     DATABASE_URL: scratch.url,
@@ -112,7 +120,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}): 
     ROWHOUSE_PUBLIC_URL: 'http://rowhouse.test',
     ...env,
   });
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { onQuery: options.onQuery });
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
   const app = await buildApp({ config, database, secret: boot.secret, logger: false });
@@ -139,6 +147,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}): 
 
   return {
     kind,
+    scratch,
     app,
     database,
     config,
@@ -152,7 +161,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}): 
     async close() {
       await app.close();
       await database.close();
-      await scratch.drop();
+      if (!options.sharing) await scratch.drop();
     },
   };
 }

@@ -1,0 +1,90 @@
+// Where a workload's CPU time goes in the service (a development aid, not a benchmark): loads
+// 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
+// workload for a few seconds, and sums the profile's self time by module (src/ files, and
+// packages under node_modules) and by function.
+//   node --import tsx bench/profile.ts [get|first] [seconds=5]      (BENCH_DATABASE=postgres too)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
+import { startPostgres } from '../test/support/postgres-server.mjs';
+import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { load } from './support/load.ts';
+import { BENCH_KEY, ROOT, startService } from './support/processes.ts';
+
+const WORKLOAD = process.argv[2] ?? 'get';
+const SECONDS = Number(process.argv[3] ?? 5);
+const N = 20_000;
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Which module a frame belongs to: a package, a file of src/, node's own code, or the engine. */
+function moduleOf(url: string): string {
+  if (!url) return '(engine: GC, idle, native)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1];
+  if (url.startsWith('node:')) return 'node (' + url.slice(5).split('/')[0] + ')';
+  const local = url.replace(/^file:\/\//, '');
+  return local.startsWith(ROOT) ? path.relative(ROOT, local) : local;
+}
+
+function summarise(profile: Profile): void {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfMs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfMs.set(id, (selfMs.get(id) ?? 0) + profile.timeDeltas[i] / 1000));
+  const total = [...selfMs.values()].reduce((a, b) => a + b, 0);
+  const modules = new Map<string, number>();
+  const functions = new Map<string, number>();
+  for (const [id, ms] of selfMs) {
+    const { functionName, url, lineNumber } = (byId.get(id) as ProfileNode).callFrame;
+    if (functionName === '(idle)') continue;
+    const mod = moduleOf(url);
+    modules.set(mod, (modules.get(mod) ?? 0) + ms);
+    const fn = `${functionName || '(anonymous)'}  ${mod}:${lineNumber + 1}`;
+    functions.set(fn, (functions.get(fn) ?? 0) + ms);
+  }
+  const busy = [...modules.values()].reduce((a, b) => a + b, 0);
+  const top = (m: Map<string, number>, k: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, k);
+  console.log(`\nbusy ${busy.toFixed(0)} ms of ${total.toFixed(0)} ms sampled; self time by module:`);
+  for (const [name, ms] of top(modules, 18)) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
+  console.log('\ntop functions by self time:');
+  for (const [name, ms] of top(functions, 25)) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
+}
+
+const ds = await dataset();
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rh-prof-'));
+const profiles = path.join(dir, 'profiles');
+const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
+const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+let service = await startService(env);
+await createBenchTable(service.url);
+await loadThroughApi(service.url, 'bench', N);
+await service.stop();
+
+process.env.PROFILE_SERVICE = profiles;
+service = await startService(env);
+delete process.env.PROFILE_SERVICE;
+let k = 0;
+const auth = { 'x-api-key': BENCH_KEY };
+const request =
+  WORKLOAD === 'first'
+    ? { path: '/api/tables/bench/rows', headers: auth }
+    : { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth };
+await load(service.url, request, 1);
+const result = await load(service.url, request, SECONDS);
+await service.stop();
+await postgres?.stop();
+console.log(`${WORKLOAD} on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+const file = fs.readdirSync(profiles).find((f) => f.endsWith('.cpuprofile'));
+if (!file) throw new Error('no profile written');
+summarise(JSON.parse(fs.readFileSync(path.join(profiles, file), 'utf8')) as Profile);
+fs.rmSync(dir, { recursive: true, force: true });
