@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../errors.ts';
 import type { Database } from '../store/database.ts';
-import { type Principal, authenticate } from '../store/auth-store.ts';
+import { type KeyState, type Principal, authenticate } from '../store/auth-store.ts';
 import { MetadataCache } from '../store/metadata-cache.ts';
 
 declare module 'fastify' {
@@ -24,15 +24,21 @@ function isApiRequest(request: FastifyRequest): boolean {
 /** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
 export function installAuth(app: FastifyInstance, database: Database): void {
   app.decorateRequest('principal', null);
-  const keys = new MetadataCache<Record<string, unknown>>(database);
-  app.addHook('onRequest', async (request) => {
-    if (!isApiRequest(request)) return;
+  const keys = new MetadataCache<KeyState>(database);
+  // A callback hook: a key the memo holds is checked without a promise (most requests).
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!isApiRequest(request)) return done();
     // Node joins a repeated header into one string, which is then no valid key.
     const key = request.headers['x-api-key'] as string | undefined;
-    if (key === undefined || key === '') throw unauthorized('X-API-Key header is required');
-    const principal = await authenticate(database.db, key, keys);
-    if (!principal) throw unauthorized('X-API-Key is not a valid API key (unknown, revoked or expired)');
-    request.principal = principal;
+    if (key === undefined || key === '') return done(unauthorized('X-API-Key header is required'));
+    const admitted = (principal: Principal | null) => {
+      if (!principal) return done(unauthorized('X-API-Key is not a valid API key (unknown, revoked or expired)'));
+      request.principal = principal;
+      done();
+    };
+    const principal = authenticate(database.db, key, keys);
+    if (principal instanceof Promise) principal.then(admitted, done);
+    else admitted(principal);
   });
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/row-requests.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
@@ -11,20 +12,23 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
 
   app.post<TableParams>(path, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    const { status, data } = await writer.bulkCreate(table, request.body, writeContext(request));
+    const { status, data } = await writer.bulkCreate(table, parseBulkCreate(request.body, table), writeContext(request));
     return reply.status(status).send({ data });
   });
 
   app.patch<TableParams>(path, async (request) => {
     const table = await tableOr404(deps, request.params.table);
-    return { data: await writer.bulkUpdate(table, request.body, writeContext(request)) };
+    return { data: await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), writeContext(request)) };
   });
 
   app.delete<TableParams>(path, async (request) => {
     const table = await tableOr404(deps, request.params.table);
     writeContext(request);
-    return { data: await writer.bulkDelete(table, request.body) };
+    return { data: await writer.bulkDelete(table, parseBulkDelete(request.body)) };
   });
 
-  app.post('/api/rows-batch', async (request) => ({ data: await writer.batch(request.body, writeContext(request)) }));
+  app.post('/api/rows-batch', async (request) => {
+    const operations = parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body)));
+    return { data: await writer.batch(operations, writeContext(request)) };
+  });
 }

@@ -8,6 +8,7 @@ import { type Database, inTransaction } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
+import { recordJson, recordsJson } from '../render/row-json.ts';
 
 export interface RowsDeps {
   database: Database;
@@ -19,6 +20,9 @@ export interface RowsDeps {
 
 type TableParams = { Params: { table: string } };
 type RowParams = { Params: { table: string; rowId: string } };
+
+/** What Fastify answers objects with: rendered JSON text goes out the same. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
 
@@ -57,14 +61,14 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
       nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${next}`;
       reply.header('link', `<${nextUrl}>; rel="next"`);
     }
-    return { data: page.map((r) => rows.toRecord(table, r)), nextUrl };
+    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, page, database.dialect)},"nextUrl":${JSON.stringify(nextUrl)}}`);
   });
 
-  app.get<RowParams>(`${base}/:rowId`, async (request) => {
+  app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    const row = await rows.get(database.db, table, request.params.rowId);
-    if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    return row;
+    const raw = await rows.getRaw(database.db, table, request.params.rowId);
+    if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+    return reply.type(JSON_TYPE).send(recordJson(table, raw, database.dialect));
   });
 
   app.post<TableParams>(base, async (request, reply) => {

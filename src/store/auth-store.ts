@@ -12,31 +12,54 @@ export interface Principal {
 /** How stale lastUsedAt may get: writing it on every request would make each read a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-type KeyRow = Record<string, unknown>;
+/** What a request needs of a key's row, its times as epoch milliseconds (null: never). */
+export interface KeyState {
+  id: string;
+  memberId: string;
+  revokedAt: number | null;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+}
 
-/**
- * The principal of a valid key; null when it is unknown, revoked or expired. The row may come
- * from the memo, so revokedAt and expiresAt are compared with the clock on every request.
- */
-export async function authenticate(db: Db, key: string, memo?: MetadataCache<KeyRow>): Promise<Principal | null> {
+const epoch = (at: unknown) => (at === null || at === undefined ? null : Date.parse(at as string));
+
+async function loadKey(db: Db, key: string): Promise<KeyState | undefined> {
   const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
     db.selectFrom('rh_api_keys').select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt']).where('keyHash', '=', arg(0)),
   );
-  const hash = hashApiKey(key);
-  const load = async () => (await lookup.run(db, [hash])).rows[0] as KeyRow | undefined;
-  const row = memo ? await memo.get(db, hash, load) : await load();
-  if (!row) return null;
+  const [row] = (await lookup.run(db, [hashApiKey(key)])).rows;
+  if (!row) return undefined;
+  return { id: row.id as string, memberId: row.memberId as string, revokedAt: epoch(row.revokedAt), expiresAt: epoch(row.expiresAt), lastUsedAt: epoch(row.lastUsedAt) };
+}
+
+/**
+ * The principal of a valid key; null when it is unknown, revoked or expired. Answered at once
+ * (no promise) when the memo holds the key and its use need not be written down, as on most
+ * requests. The memo is keyed by the key itself, so a hit costs no hash; the database only ever
+ * sees the hash. Its rows are compared with the clock on every request.
+ */
+export function authenticate(db: Db, key: string, memo?: MetadataCache<KeyState>): Principal | null | Promise<Principal | null> {
+  const state = memo?.peek(db, key);
+  if (state) return admit(db, state);
+  const loading = memo ? memo.get(db, key, () => loadKey(db, key)) : loadKey(db, key);
+  return loading.then((loaded) => (loaded ? admit(db, loaded) : null));
+}
+
+function admit(db: Db, state: KeyState): Principal | null | Promise<Principal | null> {
   const now = Date.now();
   // Both take effect at the time they name: a revocation set for later is a scheduled one.
-  const reached = (at: unknown) => at !== null && Date.parse(at as string) <= now;
-  if (reached(row.revokedAt) || reached(row.expiresAt)) return null;
-  if (row.lastUsedAt === null || now - Date.parse(row.lastUsedAt as string) > LAST_USED_RESOLUTION_MS) {
-    // This write signals no metadata change (migration 4), so the memo keeps the row: note it there,
-    // before waiting, so the requests meanwhile do not write it too.
-    row.lastUsedAt = new Date(now).toISOString();
-    await db.updateTable('rh_api_keys').set({ lastUsedAt: row.lastUsedAt }).where('id', '=', row.id).execute();
-  }
-  return { keyId: row.id as string, memberId: row.memberId as string };
+  if ((state.revokedAt !== null && state.revokedAt <= now) || (state.expiresAt !== null && state.expiresAt <= now)) return null;
+  const principal = { keyId: state.id, memberId: state.memberId };
+  if (state.lastUsedAt !== null && now - state.lastUsedAt <= LAST_USED_RESOLUTION_MS) return principal;
+  // This write signals no metadata change (migration 4), so the memo keeps the state: note it
+  // there, before waiting, so the requests meanwhile do not write it too.
+  state.lastUsedAt = now;
+  return db
+    .updateTable('rh_api_keys')
+    .set({ lastUsedAt: new Date(now).toISOString() })
+    .where('id', '=', state.id)
+    .execute()
+    .then(() => principal);
 }
 
 /** Stores a key (its hash and prefix only) for a member; a key already stored is left as it is. */

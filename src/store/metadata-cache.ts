@@ -21,15 +21,26 @@ export class MetadataCache<V> {
     private readonly max = 1000,
   ) {}
 
-  /** `load()`'s answer for `key`; misses (undefined) are not kept, so junk keys cannot crowd out real ones. */
-  async get(db: Db, key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+  /** The metadata version the memo may be used at (its entries emptied if it moved); undefined: it may not be. */
+  private usable(db: Db): number | undefined {
     // Inside a transaction the reads are the transaction's own: never memoised.
     const version = db === this.database.db ? this.database.metadataVersion?.() : undefined;
-    if (version === undefined) return load();
-    if (version !== this.version) {
+    if (version !== undefined && version !== this.version) {
       this.entries.clear();
       this.version = version;
     }
+    return version;
+  }
+
+  /** The value memoised for `key` while the metadata is unchanged, without waiting; undefined: load it. */
+  peek(db: Db, key: string): V | undefined {
+    return this.usable(db) === undefined ? undefined : this.entries.get(key);
+  }
+
+  /** `load()`'s answer for `key`; misses (undefined) are not kept, so junk keys cannot crowd out real ones. */
+  async get(db: Db, key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    const version = this.usable(db);
+    if (version === undefined) return load();
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit;
     const value = await load();

@@ -121,10 +121,15 @@ export class RowStore {
   }
 
   async get(db: Db, table: TableDef, id: string): Promise<RowRecord | undefined> {
+    const raw = await this.getRaw(db, table, id);
+    return raw && this.toRecord(table, raw);
+  }
+
+  /** The row's columns as the database returns them, to render or decode. */
+  async getRaw(db: Db, table: TableDef, id: string): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
     const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)));
-    const [raw] = (await t.run(db, [id])).rows;
-    return raw && this.toRecord(table, raw);
+    return (await t.run(db, [id])).rows[0];
   }
 
   /** Inserts a new row; an id that exists is a 409. */

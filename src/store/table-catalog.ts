@@ -59,8 +59,12 @@ export class TableCatalog {
     this.memo = new MetadataCache(database);
   }
 
-  /** The table named by id or code, or undefined. */
-  async find(db: Db, idOrCode: string): Promise<TableDef | undefined> {
+  /** The table named by id or code, or undefined; answered at once (no promise) when the memo holds it. */
+  find(db: Db, idOrCode: string): TableDef | undefined | Promise<TableDef | undefined> {
+    return this.memo.peek(db, idOrCode) ?? this.findLoading(db, idOrCode);
+  }
+
+  private async findLoading(db: Db, idOrCode: string): Promise<TableDef | undefined> {
     // What can be neither an id nor a code names no table; PostgreSQL must not see it (U+0000 fails there).
     if (!isTableRef(idOrCode)) return undefined;
     return this.memo.get(db, idOrCode, () => this.lookup(db, idOrCode));

@@ -54,6 +54,8 @@ export interface FieldType {
   toText(value: unknown): string;
   /** The same text straight from a column value (never null), where that skips decoding. */
   textFromDb?(raw: unknown, dialect: Dialect): string;
+  /** The JSON text of its read value straight from a column value (never null), where that skips decoding; default: JSON.stringify(fromDb(raw)). */
+  jsonFromDb?(raw: unknown, dialect: Dialect): string;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */

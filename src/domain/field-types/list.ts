@@ -7,6 +7,7 @@ export const listType: FieldType = {
   parse: (value) => (Array.isArray(value) ? ok(value) : fail(`must be an array, not ${describe(value)}`)),
   ...jsonColumn,
   textFromDb: jsonTextFromDb,
+  jsonFromDb: jsonTextFromDb,
   // `_contains` on a list matches an element (CONTRACT §6).
   filterOps: ['_contains'],
   sortable: false,

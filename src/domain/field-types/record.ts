@@ -10,6 +10,7 @@ export const recordType: FieldType = {
       : fail(`must be an object, not ${describe(value)}`),
   ...jsonColumn,
   textFromDb: jsonTextFromDb,
+  jsonFromDb: jsonTextFromDb,
   filterOps: [],
   sortable: false,
   valueSchema: () => ({ type: 'object' }),

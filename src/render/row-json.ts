@@ -1,0 +1,52 @@
+import type { FieldType } from '../domain/field-types/field-type.ts';
+import { fieldType } from '../domain/field-types/registry.ts';
+import { fieldColumn } from '../domain/row-columns.ts';
+import type { Dialect } from '../store/dialect.ts';
+import type { RawRow } from '../store/rows.ts';
+import type { TableDef } from '../store/table-catalog.ts';
+
+/**
+ * Row records (the seed spec's single-row shape) written as JSON text straight from the columns
+ * the database returned: the same text as JSON.stringify(RowStore.toRecord(row)), without building
+ * the record first, and without parsing JSON columns only to write them out again (a list page of
+ * the benchmark table holds 100 such values).
+ */
+
+interface FieldWriter {
+  /** `"code":`, escaped once. */
+  key: string;
+  column: string;
+  type: FieldType;
+}
+
+const writers = new WeakMap<TableDef, FieldWriter[]>();
+
+function fieldWriters(table: TableDef): FieldWriter[] {
+  let w = writers.get(table);
+  if (!w) {
+    w = table.fields.map((f) => ({ key: `${JSON.stringify(f.code)}:`, column: fieldColumn(f.id), type: fieldType(f.type) }));
+    writers.set(table, w);
+  }
+  return w;
+}
+
+/** One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping. */
+export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect): string {
+  let values = '';
+  for (const { key, column, type } of fieldWriters(table)) {
+    const v = raw[column];
+    const text = v === null || v === undefined ? 'null' : type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
+    values += values === '' ? key + text : `,${key}${text}`;
+  }
+  return (
+    `{"id":${JSON.stringify(raw.id)},"createdAt":"${raw.created_at}","updatedAt":"${raw.updated_at}",` +
+    `"createdBy":${JSON.stringify(raw.created_by)},"updatedBy":${JSON.stringify(raw.updated_by)},"values":{${values}}}`
+  );
+}
+
+/** Records as a JSON array's text. */
+export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect): string {
+  let out = '[';
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect);
+  return `${out}]`;
+}
