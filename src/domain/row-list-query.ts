@@ -1,7 +1,9 @@
 import type { ErrorDetail } from '../errors.ts';
-import { jsonParam } from './query-string.ts';
+import { type CursorValue, cursorBinding, readCursor } from './cursor.ts';
+import { intParam, jsonParam, readQuery } from './query-string.ts';
 import type { FieldLookup } from './row-columns.ts';
 import { type RowFilter, parseRowFilter } from './row-filter.ts';
+import { throwIfInvalid } from './row-values.ts';
 import { type SortKey, effectiveSort, parseRowSort } from './row-sort.ts';
 
 /**
@@ -33,4 +35,38 @@ export function parseSelection(params: { filter?: string; sort?: string }, table
     sortText: params.sort,
     canonical: { filter: rawFilter ?? null, sort: rawSort ?? null },
   };
+}
+
+/** A row list request: `GET /rows?pageSize&filter&sort&cursor` (CONTRACT §6). */
+export interface RowListRequest {
+  pageSize: number;
+  selection: RowSelection;
+  /** The sort values the cursor carries: the page starts after them. */
+  after: CursorValue[] | null;
+  /** What the next page's cursor is bound to. */
+  binding: string;
+}
+
+const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
+
+/** Parses and checks a list's query string against the table; every problem at once, as one 400. */
+export function parseRowList(query: Record<string, unknown>, table: FieldLookup, secret: string): RowListRequest {
+  const details: ErrorDetail[] = [];
+  const params = readQuery(query, LIST_PARAMS, details);
+  const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50, details);
+  const selection = parseSelection(params, table, details);
+  throwIfInvalid(details, 'Invalid list query');
+  const keyColumns = selection.keys.map((k) => `${k.target.column}:${k.target.type.name}`);
+  const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort, keyColumns);
+  const after = params.cursor === undefined ? null : readCursor(secret, params.cursor, binding, selection.keys.length);
+  return { pageSize, selection, after, binding };
+}
+
+/** The query string of the page after this one: the request's own parameters and the cursor. */
+export function nextPageQuery(request: RowListRequest, cursor: string): string {
+  const next = new URLSearchParams({ pageSize: String(request.pageSize) });
+  if (request.selection.filterText !== undefined) next.set('filter', request.selection.filterText);
+  if (request.selection.sortText !== undefined) next.set('sort', request.selection.sortText);
+  next.set('cursor', cursor);
+  return next.toString();
 }

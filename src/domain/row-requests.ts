@@ -33,6 +33,22 @@ function rejectRepeats(ids: readonly (string | undefined)[], key: string): void 
   throwIfInvalid(repeatedIds(ids, key), 'Invalid request');
 }
 
+/** POST /rows: `{id?, values, options?: {upsert?}}`. */
+export function parseRowCreate(body: unknown, table: FieldLookup): RowCreate {
+  const details: ErrorDetail[] = [];
+  const input = checkRowCreate(body, table, '', details);
+  throwIfInvalid(details, 'Invalid row');
+  return input;
+}
+
+/** PATCH /rows/{id}: `{values}`. */
+export function parseRowPatch(body: unknown, table: FieldLookup): RowValues {
+  const details: ErrorDetail[] = [];
+  const input = checkRowPatch(body, table, '', details, false);
+  throwIfInvalid(details, 'Invalid row');
+  return input;
+}
+
 /** POST /rows-bulk: `{data: [{id?, values, options?}], options?: {upsert?}}`; the request's upsert is each item's default. */
 export function parseBulkCreate(body: unknown, table: FieldLookup): RowCreate[] {
   const items = arrayOf(body, 'data', ['data', 'options'], 'bulk create');

@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { type CursorValue, cursorBinding, readCursor, signCursor } from '../domain/cursor.ts';
-import { parseSelection } from '../domain/row-list-query.ts';
-import { intParam, readQuery } from '../domain/query-string.ts';
-import { checkRowCreate, checkRowPatch, throwIfInvalid } from '../domain/row-values.ts';
-import { type ErrorDetail, notFound } from '../errors.ts';
+import { signCursor } from '../domain/cursor.ts';
+import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
+import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
+import { notFound } from '../errors.ts';
 import { type Database, inTransaction } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
@@ -24,8 +23,6 @@ type RowParams = { Params: { table: string; rowId: string } };
 /** What Fastify answers objects with: rendered JSON text goes out the same. */
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
-
 /** The table a rows route names by id or code, or a 404. */
 export async function tableOr404(deps: RowsDeps, ref: string): Promise<TableDef> {
   const table = await deps.catalog.find(deps.database.db, ref);
@@ -40,28 +37,15 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.get<TableParams>(base, async (request, reply: FastifyReply) => {
     const table = await tableOr404(deps, request.params.table);
-    const details: ErrorDetail[] = [];
-    const params = readQuery(request.query as Record<string, unknown>, LIST_PARAMS, details);
-    const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50, details);
-    const selection = parseSelection(params, table, details);
-    throwIfInvalid(details, 'Invalid list query');
-    const keyColumns = selection.keys.map((k) => `${k.target.column}:${k.target.type.name}`);
-    const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort, keyColumns);
-    const after = params.cursor === undefined ? null : readCursor(deps.secret, params.cursor, binding, selection.keys.length);
-    const raw = await rows.page(database.db, table, { filter: selection.filter, keys: selection.keys, after, limit: pageSize + 1 });
-    const page = raw.slice(0, pageSize);
+    const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
+    const { filter, keys } = q.selection;
+    const page = await rows.page(database.db, table, { filter, keys, after: q.after, limit: q.pageSize });
     let nextUrl: string | null = null;
-    if (raw.length > pageSize) {
-      const last = page[page.length - 1];
-      const cursor = signCursor(deps.secret, binding, selection.keys.map((k) => last[k.target.column] as CursorValue));
-      const next = new URLSearchParams({ pageSize: String(pageSize) });
-      if (selection.filterText !== undefined) next.set('filter', selection.filterText);
-      if (selection.sortText !== undefined) next.set('sort', selection.sortText);
-      next.set('cursor', cursor);
-      nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${next}`;
+    if (page.next) {
+      nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${nextPageQuery(q, signCursor(deps.secret, q.binding, page.next))}`;
       reply.header('link', `<${nextUrl}>; rel="next"`);
     }
-    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, page, database.dialect)},"nextUrl":${JSON.stringify(nextUrl)}}`);
+    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, page.rows, database.dialect)},"nextUrl":${JSON.stringify(nextUrl)}}`);
   });
 
   app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
@@ -73,9 +57,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.post<TableParams>(base, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    const details: ErrorDetail[] = [];
-    const input = checkRowCreate(request.body, table, '', details);
-    throwIfInvalid(details, 'Invalid row');
+    const input = parseRowCreate(request.body, table);
     const ctx = writeContext(request);
     // An upsert in steps reads, then writes: one transaction, so no other writer comes between.
     const result = rows.createIsOneStatement(input)
@@ -86,9 +68,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.patch<RowParams>(`${base}/:rowId`, async (request) => {
     const table = await tableOr404(deps, request.params.table);
-    const details: ErrorDetail[] = [];
-    const input = checkRowPatch(request.body, table, '', details, false);
-    throwIfInvalid(details, 'Invalid row');
+    const input = parseRowPatch(request.body, table);
     const row = await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request));
     if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return row;

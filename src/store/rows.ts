@@ -284,11 +284,7 @@ export class RowStore {
   ): AsyncGenerator<unknown[][]> {
     const columns = this.columns(table);
     if (database.iterate) {
-      let query = database.db.selectFrom(table.physical).select(columns);
-      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
-      query = query.orderBy(orderBy(q.keys, this.dialect, q.filter));
-      if (q.limit !== null) query = query.limit(q.limit);
-      const rows = database.iterate(query.compile());
+      const rows = database.iterate(this.pageQuery(database.db, table, { filter: q.filter, keys: q.keys, after: null, limit: q.limit }));
       try {
         for (;;) {
           const chunk: unknown[][] = [];
@@ -304,29 +300,40 @@ export class RowStore {
     let remaining = q.limit ?? Number.POSITIVE_INFINITY;
     let after: CursorValue[] | null = null;
     while (remaining > 0) {
-      const want = Math.min(q.chunk, remaining);
-      const raw = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: want });
-      if (raw.length === 0) return;
-      yield raw.map((r) => columns.map((c) => r[c]));
-      remaining -= raw.length;
-      if (raw.length < want) return;
-      const last = raw[raw.length - 1];
-      after = q.keys.map((k) => last[k.target.column] as CursorValue);
+      const page = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: Math.min(q.chunk, remaining) });
+      if (page.rows.length > 0) yield page.rows.map((r) => columns.map((c) => r[c]));
+      remaining -= page.rows.length;
+      if (page.next === null) return;
+      after = page.next;
     }
   }
 
-  /** One page of rows in key order, after the cursor's values when given. Raw, so the caller can make the next cursor. */
-  async page(db: Db, table: TableDef, q: PageQuery): Promise<RawRow[]> {
-    return readRows(db, this.pageQuery(db, table, q));
+  /**
+   * The one keyset page of every reader (the list, the export, the changes feed): up to `limit`
+   * rows in key order after the cursor's values, raw (to render or decode), and the key values of
+   * the last one when more rows follow (to make the next cursor from), else null.
+   */
+  async page(db: Db, table: TableDef, q: PageQuery): Promise<Page> {
+    const raw = await readRows(db, this.pageQuery(db, table, { ...q, limit: q.limit + 1 }));
+    if (raw.length <= q.limit) return { rows: raw, next: null };
+    const rows = raw.slice(0, q.limit);
+    const last = rows[rows.length - 1];
+    return { rows, next: q.keys.map((k) => last[k.target.column] as CursorValue) };
   }
 
-  /** The statement of a page: what the planner is asked (tests check its plan). */
-  pageQuery(db: Db, table: TableDef, q: PageQuery): CompiledQuery {
+  /** The statement of a page (limit null: every row): what the planner is asked (tests check its plan). */
+  pageQuery(db: Db, table: TableDef, q: Omit<PageQuery, 'limit'> & { limit: number | null }): CompiledQuery {
     let query = db.selectFrom(table.physical).select(this.columns(table));
     if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
     if (q.after) query = query.where(afterCursor(q.keys, q.after, this.dialect));
-    return query.orderBy(orderBy(q.keys, this.dialect, q.filter)).limit(q.limit).compile();
+    query = query.orderBy(orderBy(q.keys, this.dialect, q.filter));
+    return (q.limit === null ? query : query.limit(q.limit)).compile();
   }
+}
+
+export interface Page {
+  rows: RawRow[];
+  next: CursorValue[] | null;
 }
 
 export interface PageQuery {
