@@ -1,6 +1,6 @@
 // The floor on PostgreSQL: a minimal Fastify + pg server answering the same workloads with raw,
 // parameterised SQL on the same table. env: PORT, FLOOR_DB (a postgres:// URL), FLOOR_TABLES as
-// for floor-server.ts (only the first table is used).
+// for floor-server.ts (the first is the main table; /bulk and /batch write into any by index).
 import Fastify from 'fastify';
 import pg from 'pg';
 
@@ -10,7 +10,8 @@ interface FloorTable {
 }
 
 const pool = new pg.Pool({ connectionString: process.env.FLOOR_DB as string, max: 10 });
-const [{ physical: t, columns: c }] = JSON.parse(process.env.FLOOR_TABLES as string) as FloorTable[];
+const tables = JSON.parse(process.env.FLOOR_TABLES as string) as FloorTable[];
+const [{ physical: t, columns: c }] = tables;
 const all = `id, created_at, updated_at, created_by, updated_by, ${Object.values(c).join(', ')}`;
 const rows = async (text: string, values: unknown[]) => (await pool.query({ text, values })).rows;
 
@@ -45,6 +46,65 @@ app.patch('/rows/:id', async (req) => {
   ]);
   return row;
 });
+/** A dataset value as its column takes it: objects and arrays as JSON text. */
+const encode = (v: unknown) => (v === undefined ? null : typeof v === 'object' && v !== null ? JSON.stringify(v) : v);
+
+/** Inserts whole dataset rows into one table with one multi-row statement. */
+async function insertRows(client: pg.PoolClient, table: FloorTable, items: { id?: string; values: Record<string, unknown> }[], now: string): Promise<void> {
+  const codes = Object.keys(table.columns);
+  const params: unknown[] = [];
+  const tuples = items.map((it) => {
+    const row = [it.id ?? crypto.randomUUID(), now, now, 'floor', 'floor', ...codes.map((k) => encode(it.values[k]))];
+    return `(${row.map((v) => `$${params.push(v)}`).join(', ')})`;
+  });
+  await client.query(`insert into ${table.physical} (id, created_at, updated_at, created_by, updated_by, ${Object.values(table.columns).join(', ')}) values ${tuples.join(', ')}`, params);
+}
+
+async function inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const result = await work(client);
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+app.post('/bulk', async (req, reply) => {
+  const items = (req.body as { data: { id?: string; values: Record<string, unknown> }[] }).data;
+  await inTransaction((client) => insertRows(client, tables[0], items, new Date().toISOString()));
+  return reply.status(201).send({ data: items.map((it) => ({ id: it.id })) });
+});
+
+/** Operations as /api/rows-batch takes them, with tableId an index into FLOOR_TABLES; a run of creates in one table is one insert. */
+app.post('/batch', async (req) => {
+  const ops = (req.body as { operations: { type: string; tableId: number; id?: string; values?: Record<string, unknown> }[] }).operations;
+  const now = new Date().toISOString();
+  await inTransaction(async (client) => {
+    for (let i = 0; i < ops.length; ) {
+      const op = ops[i];
+      if (op.type === 'create') {
+        let j = i;
+        while (j < ops.length && ops[j].type === 'create' && ops[j].tableId === op.tableId) j++;
+        await insertRows(client, tables[op.tableId], ops.slice(i, j).map((o) => ({ id: o.id, values: o.values ?? {} })), now);
+        i = j;
+        continue;
+      }
+      const { physical, columns } = tables[op.tableId];
+      if (op.type === 'update') {
+        await client.query(`update ${physical} set ${columns.amount} = $1, updated_at = $2 where id = $3`, [Object.values(op.values ?? {})[0] ?? null, now, op.id]);
+      } else await client.query(`delete from ${physical} where id = $1`, [op.id]);
+      i++;
+    }
+  });
+  return { data: ops.map((op) => ({ type: op.type })) };
+});
+
 /** The whole table as comma-joined lines, read in keyset chunks of 500 rows, as the service reads it. */
 app.get('/export', async (_req, reply) => {
   reply.hijack();
