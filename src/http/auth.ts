@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../errors.ts';
 import type { Database } from '../store/database.ts';
-import { type Principal, authenticate } from '../store/auth-store.ts';
+import { type KeyRow, type Principal, authenticate } from '../store/auth-store.ts';
 import { MetadataCache } from '../store/metadata-cache.ts';
 
 declare module 'fastify' {
@@ -10,7 +10,7 @@ declare module 'fastify' {
   }
 }
 
-const unauthorized = (message: string) => new HttpError(401, message);
+const unauthorized = (message: string) => new HttpError('unauthorized', message);
 
 /**
  * Whether the request is for /api. The router's pattern is what counts when a route matched: it
@@ -24,7 +24,7 @@ function isApiRequest(request: FastifyRequest): boolean {
 /** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
 export function installAuth(app: FastifyInstance, database: Database): void {
   app.decorateRequest('principal', null);
-  const keys = new MetadataCache<Record<string, unknown>>(database);
+  const keys = new MetadataCache<KeyRow>(database);
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
     // Node joins a repeated header into one string, which is then no valid key.

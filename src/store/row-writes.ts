@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { repeatedIds } from '../domain/repeated-ids.ts';
 import { type RowCreate, checkRowCreate, checkRowPatch, missingDetails, throwIfInvalid } from '../domain/row-values.ts';
-import { type ErrorDetail, HttpError, badRequest, conflict, invalid, notFound } from '../errors.ts';
+import { type ErrorDetail, HttpError, badRequest, invalid, notFound } from '../errors.ts';
+import { rowExists } from './database-errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import { lockIds } from './row-locks.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
@@ -46,7 +47,7 @@ function createRun(ops: unknown[], start: number): number {
 /** An error of one item or operation, named by its place in the request. */
 function at(err: unknown, where: string, index: number, extra = false): unknown {
   if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
-  return new HttpError(err.statusCode, `${where}: ${err.message}`, err.details, extra ? { ...err.extra, index } : err.extra);
+  return err.at(where, extra ? { index } : undefined);
 }
 
 export class RowWriter {
@@ -84,7 +85,7 @@ export class RowWriter {
       let updated = false;
       for (const [i, input] of inputs.entries()) {
         const exists = input.id !== undefined && existing.has(input.id);
-        if (exists && !input.upsert) throw conflict(`data[${i}]: a row with id ${input.id} already exists; set options.upsert to update it`);
+        if (exists && !input.upsert) throw rowExists(String(input.id)).at(`data[${i}]`);
         if (!exists && input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
         if (input.upsert && input.id !== undefined) {
           // As a single create with upsert: another writer may insert or delete the row meanwhile.
@@ -239,7 +240,7 @@ export class RowWriter {
     for (const [k, input] of valid.entries()) {
       if (input.id === undefined) continue;
       if (existing.has(input.id) || seen.has(input.id)) {
-        throw failAt(k, conflict(`a row with id ${input.id} already exists; set options.upsert to update it`));
+        throw failAt(k, rowExists(input.id));
       }
       seen.add(input.id);
     }
