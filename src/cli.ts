@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { CONFIG_FLAGS, ConfigError, loadConfig } from './config.ts';
 import { generateApiKey } from './domain/api-key.ts';
-import { insertApiKey } from './store/auth-store.ts';
+import { insertApiKey, listApiKeys, revokeApiKey } from './store/auth-store.ts';
 import { startServer } from './server.ts';
 import { ensureOwner } from './store/bootstrap.ts';
 import { type Database, openDatabase } from './store/database.ts';
@@ -64,11 +64,7 @@ async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Re
     });
   } else if (sub === 'list') {
     await withDatabase(flags, async ({ db }) => {
-      const keys = await db
-        .selectFrom('rh_api_keys')
-        .select(['id', 'name', 'prefix', 'memberId', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'])
-        .orderBy('createdAt')
-        .execute();
+      const keys = await listApiKeys(db);
       for (const k of keys) {
         const state = k.revokedAt ? `revoked ${k.revokedAt}` : k.expiresAt ? `expires ${k.expiresAt}` : 'active';
         console.log(`${k.id}  ${k.prefix}…  ${k.name}  (${state}; last used ${k.lastUsedAt ?? 'never'})`);
@@ -79,14 +75,7 @@ async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Re
     const id = rest[0];
     if (!id) throw new UsageError('api-keys revoke needs the key id');
     await withDatabase(flags, async ({ db }) => {
-      const now = new Date().toISOString();
-      const result = await db
-        .updateTable('rh_api_keys')
-        .set({ revokedAt: now, updatedAt: now })
-        .where('id', '=', id)
-        .where('revokedAt', 'is', null)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) throw new UsageError(`No active API key ${id}`);
+      if (!(await revokeApiKey(db, id))) throw new UsageError(`No active API key ${id}`);
       console.log(`Revoked API key ${id}.`);
     });
   } else {

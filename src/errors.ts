@@ -6,42 +6,106 @@ export interface ErrorDetail {
 }
 
 /**
+ * Every kind of error the service answers with, as a stable machine-readable code, and its status.
+ * The code never reaches the body (CONTRACT §3 fixes its fields): it is logged with the error, and
+ * code and tests tell errors apart by it instead of by their message.
+ */
+export const ERROR_CODES = {
+  /** The body, query or path is malformed or fails validation. */
+  invalid_request: 400,
+  /** A table has reached the database's limit of columns (PostgreSQL counts dropped ones too). */
+  too_many_columns: 400,
+  /** No X-API-Key, or one that is unknown, revoked or expired. */
+  unauthorized: 401,
+  /** No such route, table, row or item. */
+  not_found: 404,
+  /** A row with that id exists. */
+  row_exists: 409,
+  /** Another item holds that unique value (a name, an email, a table code). */
+  unique_value: 409,
+  /** The item is still needed: the owner member, a member that owns API keys. */
+  in_use: 409,
+  /** The table's fields changed while the request ran: sending it again will do. */
+  schema_changed: 409,
+  payload_too_large: 413,
+  uri_too_long: 414,
+  unsupported_media_type: 415,
+  /** A fault of the service: logged with the request id, never explained to the client. */
+  internal: 500,
+  /** The database cannot be reached. */
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
+  401: 'unauthorized',
+  404: 'not_found',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+  503: 'unavailable',
+};
+
+/** The code of an error that carries only a status (Fastify's own: a body too large, not JSON, a bad URL). */
+export function codeOfStatus(status: number): ErrorCode {
+  return CODE_OF_STATUS[status] ?? (status >= 500 ? 'internal' : 'invalid_request');
+}
+
+/**
  * The one error path: everything that answers with an error throws this (or is turned into it
  * by the error handler), and it renders as {statusCode, error, message, details?, ...extra}.
  */
 export class HttpError extends Error {
   readonly statusCode: number;
+  readonly code: ErrorCode;
   readonly details?: ErrorDetail[];
   readonly extra?: Record<string, unknown>;
 
-  constructor(statusCode: number, message: string, details?: ErrorDetail[], extra?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details?: ErrorDetail[], extra?: Record<string, unknown>) {
     super(message);
-    this.statusCode = statusCode;
+    this.code = code;
+    this.statusCode = ERROR_CODES[code];
     this.details = details && details.length > 0 ? details : undefined;
     this.extra = extra;
   }
 
-  toBody(): Record<string, unknown> {
+  /** The same error, its message prefixed with where in a request of several items it happened. */
+  at(where: string, extra?: Record<string, unknown>): HttpError {
+    return new HttpError(this.code, `${where}: ${this.message}`, this.details, extra ? { ...this.extra, ...extra } : this.extra);
+  }
+
+  toBody(): ErrorBody {
     return {
-      statusCode: this.statusCode,
-      error: statusName(this.statusCode),
-      message: this.message,
+      ...errorBody(this.statusCode, this.message),
       ...(this.details ? { details: this.details } : {}),
       ...this.extra,
     };
   }
 }
 
+/** The one error format (CONTRACT §3); `extra` adds what a route documents (a batch's index). */
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  details?: ErrorDetail[];
+  [extra: string]: unknown;
+}
+
+export function errorBody(statusCode: number, message: string): ErrorBody {
+  return { statusCode, error: statusName(statusCode), message };
+}
+
 export function statusName(code: number): string {
   return STATUS_CODES[code] ?? 'Error';
 }
 
-export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError(400, message, details);
-export const notFound = (message: string) => new HttpError(404, message);
-export const conflict = (message: string) => new HttpError(409, message);
+export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('invalid_request', message, details);
+export const notFound = (message: string) => new HttpError('not_found', message);
 
 /** A 400 that lists every detail, with a message that names them all. */
 export function invalid(details: ErrorDetail[], prefix = 'Invalid request'): HttpError {
   const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
-  return new HttpError(400, `${prefix}: ${summary}`, details);
+  return new HttpError('invalid_request', `${prefix}: ${summary}`, details);
 }

@@ -99,7 +99,7 @@ export type BatchOperation<T extends FieldLookup> =
 export function atOperation(err: unknown, index: number): unknown {
   const where = `operations[${index}]`;
   if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
-  return new HttpError(err.statusCode, `${where}: ${err.message}`, err.details, { ...err.extra, index });
+  return err.at(where, { index });
 }
 
 /** The `tableId` of every well-formed operation: the tables to look up before parsing. */

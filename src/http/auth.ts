@@ -10,7 +10,7 @@ declare module 'fastify' {
   }
 }
 
-const unauthorized = (message: string) => new HttpError(401, message);
+const unauthorized = (message: string) => new HttpError('unauthorized', message);
 
 /**
  * Whether the request is for /api. The router's pattern is what counts when a route matched: it

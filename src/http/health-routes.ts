@@ -9,7 +9,7 @@ export function healthRoutes(app: FastifyInstance, database: Database): void {
       await database.ping();
     } catch (err) {
       request.log.warn({ err }, 'database not ready');
-      throw new HttpError(503, 'The database is not reachable');
+      throw new HttpError('unavailable', 'The database is not reachable');
     }
     return { status: 'ok' };
   });

@@ -2,11 +2,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
 import { badRequest, invalid } from '../errors.ts';
 import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
-import type { Item } from '../store/resources/resource-spec.ts';
+import type { Attrs } from '../store/resources/resource-spec.ts';
 import { writeContext } from './auth.ts';
 import { isObject } from '../domain/json.ts';
 
-function objectBody(request: FastifyRequest): Item {
+function objectBody(request: FastifyRequest): Attrs {
   if (!isObject(request.body)) throw badRequest('The body must be a JSON object');
   return request.body;
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { apiKeyPrefix, hashApiKey } from '../domain/api-key.ts';
-import type { Db } from './database.ts';
+import type { Selectable } from 'kysely';
 import { cachedTemplate } from './query-template.ts';
 import type { MetadataCache } from './metadata-cache.ts';
+import type { Meta, MetaDb } from './meta-schema.ts';
 
 export interface Principal {
   keyId: string;
@@ -11,6 +12,8 @@ export interface Principal {
 
 /** How stale lastUsedAt may get: writing it on every request would make each read a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+
+type ApiKey = Selectable<Meta['rh_api_keys']>;
 
 /** What a request needs of a key's row, its times as epoch milliseconds (null: never). */
 export interface KeyState {
@@ -21,15 +24,15 @@ export interface KeyState {
   lastUsedAt: number | null;
 }
 
-const epoch = (at: unknown) => (at === null || at === undefined ? null : Date.parse(at as string));
+const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
 
-async function loadKey(db: Db, key: string): Promise<KeyState | undefined> {
+async function loadKey(db: MetaDb, key: string): Promise<KeyState | undefined> {
   const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
     db.selectFrom('rh_api_keys').select(['id', 'memberId', 'expiresAt', 'revokedAt', 'lastUsedAt']).where('keyHash', '=', arg(0)),
   );
   const [row] = (await lookup.run(db, [hashApiKey(key)])).rows;
   if (!row) return undefined;
-  return { id: row.id as string, memberId: row.memberId as string, revokedAt: epoch(row.revokedAt), expiresAt: epoch(row.expiresAt), lastUsedAt: epoch(row.lastUsedAt) };
+  return { id: row.id, memberId: row.memberId, revokedAt: epoch(row.revokedAt), expiresAt: epoch(row.expiresAt), lastUsedAt: epoch(row.lastUsedAt) };
 }
 
 /**
@@ -38,14 +41,14 @@ async function loadKey(db: Db, key: string): Promise<KeyState | undefined> {
  * requests. The memo is keyed by the key itself, so a hit costs no hash; the database only ever
  * sees the hash. Its rows are compared with the clock on every request.
  */
-export function authenticate(db: Db, key: string, memo?: MetadataCache<KeyState>): Principal | null | Promise<Principal | null> {
+export function authenticate(db: MetaDb, key: string, memo?: MetadataCache<KeyState>): Principal | null | Promise<Principal | null> {
   const state = memo?.peek(db, key);
   if (state) return admit(db, state);
   const loading = memo ? memo.get(db, key, () => loadKey(db, key)) : loadKey(db, key);
   return loading.then((loaded) => (loaded ? admit(db, loaded) : null));
 }
 
-function admit(db: Db, state: KeyState): Principal | null | Promise<Principal | null> {
+function admit(db: MetaDb, state: KeyState): Principal | null | Promise<Principal | null> {
   const now = Date.now();
   // Both take effect at the time they name: a revocation set for later is a scheduled one.
   if ((state.revokedAt !== null && state.revokedAt <= now) || (state.expiresAt !== null && state.expiresAt <= now)) return null;
@@ -63,7 +66,7 @@ function admit(db: Db, state: KeyState): Principal | null | Promise<Principal | 
 }
 
 /** Stores a key (its hash and prefix only) for a member; a key already stored is left as it is. */
-export async function insertApiKey(db: Db, key: string, name: string, memberId: string): Promise<string> {
+export async function insertApiKey(db: MetaDb, key: string, name: string, memberId: string): Promise<string> {
   const now = new Date().toISOString();
   const id = randomUUID();
   await db
@@ -75,4 +78,28 @@ export async function insertApiKey(db: Db, key: string, name: string, memberId: 
     .onConflict((oc) => oc.column('keyHash').doNothing())
     .execute();
   return id;
+}
+
+/** What `api-keys list` shows of a key: never the key or its hash. */
+export type ApiKeyListing = Pick<ApiKey, 'id' | 'name' | 'prefix' | 'memberId' | 'createdAt' | 'expiresAt' | 'lastUsedAt' | 'revokedAt'>;
+
+/** Every key, oldest first. */
+export async function listApiKeys(db: MetaDb): Promise<ApiKeyListing[]> {
+  return db
+    .selectFrom('rh_api_keys')
+    .select(['id', 'name', 'prefix', 'memberId', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'])
+    .orderBy('createdAt')
+    .execute();
+}
+
+/** Revokes the key from now on; false when there is no such key or it was revoked already. */
+export async function revokeApiKey(db: MetaDb, id: string): Promise<boolean> {
+  const now = new Date().toISOString();
+  const result = await db
+    .updateTable('rh_api_keys')
+    .set({ revokedAt: now, updatedAt: now })
+    .where('id', '=', id)
+    .where('revokedAt', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { generateApiKey } from '../domain/api-key.ts';
 import { insertApiKey } from './auth-store.ts';
-import type { Db } from './database.ts';
+import type { MetaDb } from './meta-schema.ts';
 import { ownerMemberId, settleSetting } from './settings.ts';
 
 export interface Bootstrap {
@@ -15,7 +15,7 @@ export interface Bootstrap {
  * What the first start of an empty database creates, safe when several instances start at once:
  * the signing secret, the owner member, and a first API key (or the one ROWHOUSE_API_KEY names).
  */
-export async function bootstrap(db: Db, options: { secret: string | null; apiKey: string | null }): Promise<Bootstrap> {
+export async function bootstrap(db: MetaDb, options: { secret: string | null; apiKey: string | null }): Promise<Bootstrap> {
   const secret = options.secret ?? (await settleSetting(db, 'secret', randomBytes(32).toString('base64url')));
   const ownerId = await ensureOwner(db);
 
@@ -43,7 +43,7 @@ export async function bootstrap(db: Db, options: { secret: string | null; apiKey
 }
 
 /** The owner member, created once however many instances start together. */
-export async function ensureOwner(db: Db): Promise<string> {
+export async function ensureOwner(db: MetaDb): Promise<string> {
   const existing = await ownerMemberId(db);
   if (existing) return existing;
   const candidate = randomUUID();

@@ -8,8 +8,9 @@ import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
 import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
- * The query builder over whichever database DATABASE_URL names. Table and column names are
- * dynamic (user tables are created at run time), so the schema type is open.
+ * The query builder over whichever database DATABASE_URL names, untyped: user tables (rows_<hex>)
+ * and their columns are created at run time. Code that reads or writes the metadata tables takes
+ * the same connection as a `MetaDb` (meta-schema.ts), which needs no cast either way.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = Kysely<any>;
@@ -50,8 +51,6 @@ export interface DatabaseOptions {
  */
 const directReaders = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]>();
 
-/** PostgreSQL gave up on a transaction because of other writers (deadlock, serialization failure). */
-const RETRYABLE = new Set(['40P01', '40001']);
 const MAX_ATTEMPTS = 5;
 
 /**
@@ -64,8 +63,7 @@ export async function inTransaction<T>(database: Database, work: (tx: Db) => Pro
     try {
       return await database.db.transaction().execute(work);
     } catch (err) {
-      const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
-      if (attempt >= MAX_ATTEMPTS || !RETRYABLE.has(code)) throw err;
+      if (attempt >= MAX_ATTEMPTS || !database.dialect.isRetryable(err)) throw err;
       // A moment's random wait, so the two that collided do not collide again at once.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }

@@ -2,27 +2,28 @@
  * Every difference between SQLite and PostgreSQL that the store cares about, in one place.
  * The rest of the code asks this object instead of testing which database it runs on.
  */
-import { type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type QueryExecutorProvider, type RawBuilder, type SqlBool, sql } from 'kysely';
+import type { ColumnKind, ValueCodec } from '../domain/value-codec.ts';
+
+export type { ColumnKind } from '../domain/value-codec.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
-/** The column kinds the store uses; each dialect maps them to its own SQL types. */
-export type ColumnKind = 'text' | 'real' | 'integer' | 'boolean' | 'timestamp' | 'date' | 'time' | 'json';
-
-export interface Dialect {
+/** Values are bound as the driver wants them, and read back, through the codec's methods. */
+export interface Dialect extends ValueCodec {
+  /** For messages, and for the released migrations that run on one database only; other code asks the members below. */
   name: DialectName;
   columnType(kind: ColumnKind): string;
-  /** Values as the driver wants them bound, and back. */
-  encodeBoolean(v: boolean): unknown;
-  decodeBoolean(v: unknown): boolean;
-  encodeJson(v: unknown): unknown;
-  decodeJson(v: unknown): unknown;
   /** A unique or primary-key constraint failed. */
   isUniqueViolation(err: unknown): boolean;
   /** A table or column the statement names is gone: the table was changed by another request meanwhile. */
   isSchemaChanged(err: unknown): boolean;
   /** The table has reached the database's limit of columns (PostgreSQL counts dropped ones too). */
   isTooManyColumns(err: unknown): boolean;
+  /** The database gave up on the transaction because of other writers: running it again may succeed. */
+  isRetryable(err: unknown): boolean;
+  /** Inside a migration's transaction: other instances migrating at the same time wait until it ends. */
+  lockMigrations(tx: QueryExecutorProvider): Promise<void>;
   /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
   canAlterNullability: boolean;
   /** Whether SELECT … FOR UPDATE exists and is needed: SQLite runs one write transaction at a time. */
@@ -91,7 +92,11 @@ export const sqliteDialect: Dialect = {
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
   isSchemaChanged: (err) => errCode(err) === 'SQLITE_ERROR' && /no such (column|table)/.test(messageOf(err)) && USER_TABLE_NAME.test(messageOf(err)),
-  isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(String((err as Error).message)),
+  isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(messageOf(err)),
+  // One write transaction at a time, each taking the lock as it begins (BEGIN IMMEDIATE, database.ts):
+  // none is given up for another, and a migration's transaction already keeps other instances waiting.
+  isRetryable: () => false,
+  lockMigrations: async () => {},
   canAlterNullability: false,
   lockRows: false,
   textKeyPrefix: null,
@@ -120,6 +125,12 @@ export const postgresDialect: Dialect = {
   isUniqueViolation: (err) => errCode(err) === '23505',
   isSchemaChanged: (err) => (errCode(err) === '42703' || errCode(err) === '42P01') && USER_TABLE_NAME.test(messageOf(err)),
   isTooManyColumns: (err) => errCode(err) === '54011',
+  // deadlock_detected, serialization_failure.
+  isRetryable: (err) => errCode(err) === '40P01' || errCode(err) === '40001',
+  // A lock of the whole database's, released when the transaction ends.
+  lockMigrations: async (tx) => {
+    await sql`select pg_advisory_xact_lock(hashtext('rowhouse-migrate'))`.execute(tx);
+  },
   canAlterNullability: true,
   lockRows: true,
   // 256 characters are at most 1 KiB of UTF-8: with a 128-character id the entry stays well within a B-tree page's third.

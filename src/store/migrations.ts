@@ -1,6 +1,7 @@
 import { type CreateTableBuilder, sql } from 'kysely';
 import type { Db } from './database.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
+import type { MetaDb } from './meta-schema.ts';
 
 /**
  * Versioned migrations of the metadata tables. Each runs once, in its own transaction, in order;
@@ -9,17 +10,17 @@ import type { ColumnKind, Dialect } from './dialect.ts';
 interface Migration {
   version: number;
   name: string;
+  /** Untyped: a migration is written against the tables of its time, which `Meta` (today's) need not be. */
   up(db: Db, dialect: Dialect): Promise<void>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type TableBuilder = CreateTableBuilder<any, any>;
+type ItemColumn = 'id' | 'createdAt' | 'updatedAt' | 'createdBy' | 'updatedBy';
 
 // Text in byte order on both databases (COLLATE "C" on PostgreSQL): sorts and comparisons agree.
 const type = (dialect: Dialect, kind: ColumnKind) => sql.raw(dialect.columnType(kind));
 
 /** id plus the audit columns every metadata item carries. */
-function withItemColumns(t: TableBuilder, dialect: Dialect): TableBuilder {
+function withItemColumns<T extends string>(t: CreateTableBuilder<T>, dialect: Dialect): CreateTableBuilder<T, ItemColumn> {
   const ts = sql.raw(dialect.columnType('timestamp'));
   return t
     .addColumn('id', type(dialect, 'text'), (c) => c.primaryKey())
@@ -160,7 +161,7 @@ const migrations: Migration[] = [
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
 
 /** Applies every pending migration; safe to run from several instances at once. */
-export async function migrate(db: Db, dialect: Dialect): Promise<number[]> {
+export async function migrate(db: MetaDb, dialect: Dialect): Promise<number[]> {
   await db.schema
     .createTable('rh_migrations')
     .ifNotExists()
@@ -171,10 +172,8 @@ export async function migrate(db: Db, dialect: Dialect): Promise<number[]> {
   const applied: number[] = [];
   for (const m of migrations) {
     const done = await db.transaction().execute(async (tx) => {
-      if (dialect.name === 'postgres') {
-        // Instances starting together take turns; the second finds the work done.
-        await sql`select pg_advisory_xact_lock(hashtext('rowhouse-migrate'))`.execute(tx);
-      }
+      // Instances starting together take turns; the second finds the work done.
+      await dialect.lockMigrations(tx);
       const row = await tx.selectFrom('rh_migrations').select('version').where('version', '=', m.version).executeTakeFirst();
       if (row) return false;
       await m.up(tx, dialect);

@@ -8,7 +8,7 @@ const MARK = '\u0000slot:';
  * skip the query builder. Built with markers for its arguments, so each SQL parameter is mapped
  * to the argument it stands for, in whatever order the dialect's compiler emits them.
  */
-export class QueryTemplate {
+export class QueryTemplate<R = Record<string, unknown>> {
   /** A SELECT: outside a transaction it may go to a read-only connection. */
   private readonly reads: boolean;
 
@@ -19,7 +19,7 @@ export class QueryTemplate {
     this.reads = SelectQueryNode.is(compiled.query);
   }
 
-  static build(make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
+  static build<R = Record<string, unknown>>(make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate<R> {
     const compiled = make((i) => `${MARK}${i}`).compile();
     const slots = compiled.parameters.map((p) => {
       if (typeof p !== 'string' || !p.startsWith(MARK)) throw new Error('a query template may bind only its arguments');
@@ -28,17 +28,17 @@ export class QueryTemplate {
     return new QueryTemplate(compiled, slots);
   }
 
-  run<R = Record<string, unknown>>(db: Db, args: readonly unknown[]): Promise<QueryResult<R>> {
+  run(db: Db, args: readonly unknown[]): Promise<QueryResult<R>> {
     const query = { ...this.compiled, parameters: this.slots.map((i) => args[i]) } as CompiledQuery<R>;
     if (this.reads) return readRows(db, query).then((rows) => ({ rows: rows as R[] }));
     return db.executeQuery<R>(query);
   }
 }
 
-const perDatabase = new WeakMap<Db, Map<string, QueryTemplate>>();
+const perDatabase = new WeakMap<Db, Map<string, QueryTemplate<unknown>>>();
 
-/** The template named `key` for this database handle, built on first use. */
-export function cachedTemplate(db: Db, key: string, make: (arg: (i: number) => string) => Compilable<unknown>): QueryTemplate {
+/** The template named `key` for this database handle, built on first use; its rows are typed as `make`'s query says. */
+export function cachedTemplate<R>(db: Db, key: string, make: (arg: (i: number) => string) => Compilable<R>): QueryTemplate<R> {
   let templates = perDatabase.get(db);
   if (!templates) {
     templates = new Map();
@@ -46,8 +46,9 @@ export function cachedTemplate(db: Db, key: string, make: (arg: (i: number) => s
   }
   let t = templates.get(key);
   if (!t) {
-    t = QueryTemplate.build(make);
+    t = QueryTemplate.build<R>(make);
     templates.set(key, t);
   }
-  return t;
+  // A key names one statement, so the template it holds is the one `make` builds.
+  return t as QueryTemplate<R>;
 }

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type BatchOperation, type RowPatch, atOperation } from '../domain/row-requests.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { conflict, invalid, notFound } from '../errors.ts';
+import { invalid, notFound } from '../errors.ts';
+import { rowExists } from './database-errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import { lockIds } from './row-locks.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
@@ -34,7 +35,7 @@ export class RowWriter {
       let updated = false;
       for (const [i, input] of inputs.entries()) {
         const exists = input.id !== undefined && existing.has(input.id);
-        if (exists && !input.upsert) throw conflict(`data[${i}]: a row with id ${input.id} already exists; set options.upsert to update it`);
+        if (exists && !input.upsert) throw rowExists(String(input.id)).at(`data[${i}]`);
         if (!exists && input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
         if (input.upsert && input.id !== undefined) {
           // As a single create with upsert: another writer may insert or delete the row meanwhile.
@@ -165,7 +166,7 @@ export class RowWriter {
     for (const { index, input } of run) {
       if (input.id === undefined) continue;
       if (existing.has(input.id) || seen.has(input.id)) {
-        throw atOperation(conflict(`a row with id ${input.id} already exists; set options.upsert to update it`), index);
+        throw atOperation(rowExists(input.id), index);
       }
       seen.add(input.id);
     }

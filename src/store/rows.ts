@@ -7,7 +7,8 @@ import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { conflict, invalid } from '../errors.ts';
+import { invalid } from '../errors.ts';
+import { toHttpError } from './database-errors.ts';
 import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
@@ -139,8 +140,7 @@ export class RowStore {
       this.wrote(table, 1);
       return this.toRecord(table, rows[0]);
     } catch (err) {
-      if (this.dialect.isUniqueViolation(err)) throw conflict(`a row with id ${id} already exists; set options.upsert to update it`);
-      throw err;
+      throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
     }
   }
 
@@ -250,8 +250,7 @@ export class RowStore {
         await db.insertInto(table.physical).values(full.slice(i, i + perStatement)).execute();
       }
     } catch (err) {
-      if (this.dialect.isUniqueViolation(err)) throw conflict('a row with one of these ids already exists');
-      throw err;
+      throw toHttpError(err, this.dialect, { kind: 'rows' }) ?? err;
     }
     this.wrote(table, full.length);
     return full.map((raw) => this.toRecord(table, raw));

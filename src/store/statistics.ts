@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { type Kysely, sql } from 'kysely';
+import { type QueryExecutorProvider, sql } from 'kysely';
 
 /**
  * Planner statistics that follow the user tables as they grow or shrink through the API.
@@ -202,8 +202,7 @@ export function sqliteStatistics(
  * is analysed at once. ANALYZE samples a bounded number of rows and takes no lock that reads or
  * writes wait for. PostgreSQL keeps its statistics across restarts, so there is nothing to check on start.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function postgresStatistics(db: Kysely<any>, onError: (err: unknown) => void): PlannerStatistics {
+export function postgresStatistics(db: QueryExecutorProvider, onError: (err: unknown) => void): PlannerStatistics {
   const keeper = new Keeper(async (tables) => {
     const counts = new Map<string, number>();
     for (const table of tables ?? []) {

@@ -1,4 +1,4 @@
-import type { ColumnKind, Dialect } from '../../store/dialect.ts';
+import type { ColumnKind, ValueCodec } from '../value-codec.ts';
 
 export const FIELD_TYPE_NAMES = [
   'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file',
@@ -41,9 +41,9 @@ export interface FieldType {
   /** Checks a written, non-null value and returns its normalised form, or why it is wrong. */
   parse(value: unknown, field: FieldDef): ParseResult;
   /** A normalised value as the database column takes it. */
-  toDb(value: unknown, dialect: Dialect): unknown;
+  toDb(value: unknown, codec: ValueCodec): unknown;
   /** A column value (never null) as the API returns it. */
-  fromDb(raw: unknown, dialect: Dialect): unknown;
+  fromDb(raw: unknown, codec: ValueCodec): unknown;
   /** Filter values are checked as this type's written values are (a select compares as text); default itself. */
   comparisonType?: FieldTypeName;
   /** Filter operators it accepts besides `_isNull`. */
@@ -53,9 +53,9 @@ export interface FieldType {
   /** A read value (never null) as the text of one CSV/TSV cell, before quoting. */
   toText(value: unknown): string;
   /** The same text straight from a column value (never null), where that skips decoding. */
-  textFromDb?(raw: unknown, dialect: Dialect): string;
+  textFromDb?(raw: unknown, codec: ValueCodec): string;
   /** The JSON text of its read value straight from a column value (never null), where that skips decoding; default: JSON.stringify(fromDb(raw)). */
-  jsonFromDb?(raw: unknown, dialect: Dialect): string;
+  jsonFromDb?(raw: unknown, codec: ValueCodec): string;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */
@@ -71,8 +71,8 @@ export const textColumn = {
 
 /** Codecs shared by the types stored as JSON columns. */
 export const jsonColumn = {
-  toDb: (value: unknown, dialect: Dialect) => dialect.encodeJson(value),
-  fromDb: (raw: unknown, dialect: Dialect) => dialect.decodeJson(raw),
+  toDb: (value: unknown, codec: ValueCodec) => codec.encodeJson(value),
+  fromDb: (raw: unknown, codec: ValueCodec) => codec.decodeJson(raw),
   // Structured values are exported as their JSON text.
   toText: (value: unknown) => JSON.stringify(value),
 };

@@ -22,9 +22,10 @@ export const apiKeys: ResourceSpec = {
   relations: { ...AUDIT_RELATIONS, member: 'memberId' },
   hooks: {
     async beforeInsert(tx, columns, _input, ctx) {
-      columns.memberId ??= ctx.memberId;
-      const member = await tx.selectFrom('rh_members').select('id').where('id', '=', columns.memberId).executeTakeFirst();
-      if (!member) throw badRequest(`memberId: no member ${columns.memberId}`);
+      const memberId = typeof columns.memberId === 'string' ? columns.memberId : ctx.memberId;
+      columns.memberId = memberId;
+      const member = await tx.selectFrom('rh_members').select('id').where('id', '=', memberId).executeTakeFirst();
+      if (!member) throw badRequest(`memberId: no member ${memberId}`);
       const key = generateApiKey();
       columns.keyHash = hashApiKey(key);
       columns.prefix = apiKeyPrefix(key);

@@ -1,6 +1,6 @@
 import type { ErrorDetail } from '../../errors.ts';
 import type { AttrType } from '../../domain/resource-query.ts';
-import type { Db } from '../database.ts';
+import type { Meta, MetaDb } from '../meta-schema.ts';
 
 /** One attribute of a generic resource; its name is both the API key and the column name. */
 export interface AttrSpec {
@@ -20,7 +20,13 @@ export interface AttrSpec {
   virtual?: boolean;
 }
 
-export type Item = Record<string, unknown>;
+/** Attribute values by name: a request body's, or the columns a write sets. */
+export type Attrs = Record<string, unknown>;
+
+/** An item as stored and answered: its attributes, and always its id. */
+export interface Item extends Attrs {
+  id: string;
+}
 
 export interface WriteContext {
   /** The member whose key makes the request: createdBy/updatedBy. */
@@ -32,25 +38,28 @@ export interface WriteContext {
 /** Where a resource needs more than rows in its own table. Every hook runs inside the write's transaction. */
 export interface ResourceHooks {
   /** Turns a reference in a URL into the item's id (a table may be named by its code); undefined: none. */
-  resolveId?(db: Db, ref: string): Promise<string | undefined>;
+  resolveId?(db: MetaDb, ref: string): Promise<string | undefined>;
   /** Checks beyond JSON Schema; paths relative to the item. Runs on bodies that failed the schema too: take nothing's shape for granted. */
-  check?(input: Item, mode: 'create' | 'update'): ErrorDetail[];
+  check?(input: Attrs, mode: 'create' | 'update'): ErrorDetail[];
   /** May change the columns; what it returns is added to the answer of this create only. */
-  beforeInsert?(tx: Db, columns: Item, input: Item, ctx: WriteContext): Promise<Item | void>;
-  afterInsert?(tx: Db, item: Item, input: Item, ctx: WriteContext): Promise<void>;
-  beforeUpdate?(tx: Db, before: Item, changes: Item, input: Item, ctx: WriteContext): Promise<void>;
-  afterUpdate?(tx: Db, item: Item, input: Item, ctx: WriteContext): Promise<void>;
-  beforeDelete?(tx: Db, item: Item, ctx: WriteContext): Promise<void>;
-  afterDelete?(tx: Db, item: Item, ctx: WriteContext): Promise<void>;
+  beforeInsert?(tx: MetaDb, columns: Item, input: Attrs, ctx: WriteContext): Promise<Attrs | void>;
+  afterInsert?(tx: MetaDb, item: Item, input: Attrs, ctx: WriteContext): Promise<void>;
+  beforeUpdate?(tx: MetaDb, before: Item, changes: Attrs, input: Attrs, ctx: WriteContext): Promise<void>;
+  afterUpdate?(tx: MetaDb, item: Item, input: Attrs, ctx: WriteContext): Promise<void>;
+  beforeDelete?(tx: MetaDb, item: Item, ctx: WriteContext): Promise<void>;
+  afterDelete?(tx: MetaDb, item: Item, ctx: WriteContext): Promise<void>;
   /** Adds to items read what is not in their row (a table's fields). */
-  decorate?(db: Db, items: Item[]): Promise<void>;
+  decorate?(db: MetaDb, items: Item[]): Promise<void>;
 }
+
+/** The metadata tables that hold generic resources. */
+export type ResourceTable = keyof Meta & ('rh_members' | 'rh_api_keys' | 'rh_environment_variables' | 'rh_flows' | 'rh_tables');
 
 export interface ResourceSpec {
   /** The URL segment: /api/<name>. */
   name: string;
   /** The metadata table that holds it. */
-  table: string;
+  table: ResourceTable;
   /** How one item is named in messages. */
   label: string;
   attrs: Record<string, AttrSpec>;

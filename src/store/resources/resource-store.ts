@@ -10,12 +10,13 @@ import {
   type ResourceFilter,
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
-import { type ErrorDetail, HttpError, conflict, invalid, notFound } from '../../errors.ts';
+import { type ErrorDetail, invalid, notFound } from '../../errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
+import { toHttpError } from '../database-errors.ts';
 import type { Dialect } from '../dialect.ts';
+import type { MetaDb } from '../meta-schema.ts';
 import { lockIds } from '../row-locks.ts';
-import { uniqueViolationMessage } from '../sql-errors.ts';
-import { type AttrSpec, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
+import { type AttrSpec, type Attrs, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
 
 /** At most this many items in one create-many, update-many or delete-many. */
 export const MAX_MANY = 1000;
@@ -25,6 +26,14 @@ const OPERATORS = {
 } as const;
 
 type Mode = 'create' | 'update';
+
+/**
+ * A resource's own table is queried untyped (`Db`, and filters through this): its columns are the
+ * spec's attrs, known only at run time and checked against the spec rather than by the compiler.
+ * Everything else, the hooks included, goes through the metadata types (`MetaDb`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type OwnTableExpressions = ExpressionBuilder<any, any>;
 
 /**
  * The one implementation of the generic resource API (CONTRACT §9) over a metadata table:
@@ -97,19 +106,22 @@ export class ResourceStore {
   }
 
   /** What items need beyond their row: the resource's own additions and requested relations. */
-  private async complete(db: Db, items: Item[], relations: string[]): Promise<void> {
+  private async complete(db: MetaDb, items: Item[], relations: string[]): Promise<void> {
     if (items.length === 0) return;
     await this.spec.hooks?.decorate?.(db, items);
     for (const name of relations) {
       const attr = this.spec.relations[name];
       const ids = [...new Set(items.map((i) => i[attr]).filter((v): v is string => typeof v === 'string'))];
       const members = ids.length === 0 ? [] : await db.selectFrom('rh_members').selectAll().where('id', 'in', ids).execute();
-      const byId = new Map(members.map((m) => [m.id as string, m]));
-      for (const item of items) item[name] = byId.get(item[attr] as string) ?? null;
+      const byId = new Map(members.map((m) => [m.id, m]));
+      for (const item of items) {
+        const id = item[attr];
+        item[name] = (typeof id === 'string' && byId.get(id)) || null;
+      }
     }
   }
 
-  private compileFilter(eb: ExpressionBuilder<any, any>, f: ResourceFilter): Expression<SqlBool> {
+  private compileFilter(eb: OwnTableExpressions, f: ResourceFilter): Expression<SqlBool> {
     if (f.kind !== 'cmp') {
       const parts = f.items.map((i) => this.compileFilter(eb, i));
       return f.kind === 'and' ? eb.and(parts) : eb.or(parts);
@@ -142,7 +154,7 @@ export class ResourceStore {
   // ---- writing ----
 
   /** Validates every item first, reporting every problem of the request at once. */
-  validate(inputs: unknown[], mode: Mode, many: boolean): Item[] {
+  validate(inputs: unknown[], mode: Mode, many: boolean): Attrs[] {
     const details: ErrorDetail[] = [];
     inputs.forEach((input, i) => {
       const prefix = many ? `[${i}]` : '';
@@ -151,11 +163,11 @@ export class ResourceStore {
         details.push(...schemaDetails(validator.errors, prefix));
         // The resource's own checks still run, so a request hears of every problem at once.
         if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-          for (const d of this.spec.hooks?.check?.(input as Item, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
+          for (const d of this.spec.hooks?.check?.(input as Attrs, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
         }
         return;
       }
-      const item = input as Item;
+      const item = input as Attrs;
       for (const [name, v] of Object.entries(item)) {
         const at = unstorableTextAt(v, name);
         if (at !== null) details.push({ path: join(prefix, at), message: UNSTORABLE_TEXT });
@@ -168,10 +180,10 @@ export class ResourceStore {
       for (const d of this.spec.hooks?.check?.(item, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
     });
     if (details.length > 0) throw invalid(details, `Invalid ${this.spec.label}`);
-    return inputs as Item[];
+    return inputs as Attrs[];
   }
 
-  async create(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
+  async create(inputs: Attrs[], ctx: WriteContext): Promise<Item[]> {
     return this.write(inputs.length > 1, [], inputs, async (tx, input) => {
       const columns: Item = { id: randomUUID(), createdAt: ctx.now, updatedAt: ctx.now, createdBy: ctx.memberId, updatedBy: ctx.memberId };
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
@@ -181,19 +193,19 @@ export class ResourceStore {
       }
       const answerOnce = await this.spec.hooks?.beforeInsert?.(tx, columns, input, ctx);
       await tx.insertInto(this.spec.table).values(columns).execute();
-      const item = (await this.find(tx, columns.id as string)) as Item;
+      const item = (await this.find(tx, columns.id)) as Item;
       await this.spec.hooks?.afterInsert?.(tx, item, input, ctx);
       return answerOnce ? Object.assign(item, answerOnce) : item;
     });
   }
 
-  async update(inputs: Item[], ctx: WriteContext): Promise<Item[]> {
+  async update(inputs: Attrs[], ctx: WriteContext): Promise<Item[]> {
     this.rejectRepeatedIds(inputs.map((i) => i.id as string));
     return this.write(inputs.length > 1, inputs.map((i) => i.id as string), inputs, async (tx, input) => {
       const id = input.id as string;
       const before = await this.find(tx, id);
       if (!before) throw notFound(`${this.spec.label} ${id} not found`);
-      const changes: Item = { updatedAt: ctx.now, updatedBy: ctx.memberId };
+      const changes: Attrs = { updatedAt: ctx.now, updatedBy: ctx.memberId };
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
         if (!attr.virtual && name in input) changes[name] = this.encode(attr, input[name]);
       }
@@ -242,7 +254,7 @@ export class ResourceStore {
         try {
           items.push(await step(tx, input));
         } catch (err) {
-          throw this.explain(err, many ? `[${i}]: ` : '');
+          throw this.explain(err, many ? i : null);
         }
       }
       if (completeAfter) await this.complete(tx, items, []);
@@ -250,10 +262,11 @@ export class ResourceStore {
     });
   }
 
-  private explain(err: unknown, where: string): unknown {
-    if (this.dialect.isUniqueViolation(err)) return conflict(`${where}${uniqueViolationMessage(err, this.spec.label)}`);
-    if (err instanceof HttpError && where) return new HttpError(err.statusCode, `${where}${err.message}`, err.details, err.extra);
-    return err;
+  /** A step's error as the answer, named by the item's index when the request has several. */
+  private explain(err: unknown, index: number | null): unknown {
+    const known = toHttpError(err, this.dialect, { kind: 'item', label: this.spec.label });
+    if (!known) return err;
+    return index === null ? known : known.at(`[${index}]`);
   }
 
   private rejectRepeatedIds(ids: string[]): void {
@@ -270,8 +283,8 @@ export class ResourceStore {
     return v;
   }
 
-  private decode(row: Item): Item {
-    const item: Item = {};
+  private decode(row: Attrs): Item {
+    const item: Item = { id: row.id as string };
     for (const name of this.columns) {
       const v = row[name];
       const type: AttrType = this.queryable.types[name];

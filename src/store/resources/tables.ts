@@ -5,11 +5,12 @@ import { fieldOptionsSchema, fieldType, isFieldTypeName, isIndexed } from '../..
 import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
+import type { MetaDb } from '../meta-schema.ts';
 import type { Dialect } from '../dialect.ts';
 import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
 import { loadFields } from '../table-catalog.ts';
 import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows } from '../user-tables.ts';
-import { AUDIT_RELATIONS, type Item, type ResourceSpec, type WriteContext } from './resource-spec.ts';
+import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /** Table definitions (CONTRACT §4): metadata rows plus the DDL of the real table, in one transaction. */
 
@@ -136,7 +137,7 @@ function reviewFields(existing: FieldDef[], inputs: FieldInput[]): FieldPlan {
 }
 
 /** A table code of UUID shape would be taken for an id in every URL. */
-function codeProblems(input: Item): ErrorDetail[] {
+function codeProblems(input: Attrs): ErrorDetail[] {
   const code = input.code;
   return typeof code === 'string' && isUuid(code)
     ? [{ path: 'code', message: 'must not look like a UUID: table references of that shape are ids' }]
@@ -164,7 +165,7 @@ async function requiredProblems(tx: Db, tableId: string, plan: FieldPlan): Promi
 }
 
 /** Saves the new field list; `before` holds the ids of the fields the table had. */
-async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext, before: Set<string>): Promise<void> {
+async function saveFields(tx: MetaDb, dialect: Dialect, tableId: string, changes: FieldChanges, ctx: WriteContext, before: Set<string>): Promise<void> {
   if (changes.removed.length > 0) {
     await tx.deleteFrom('rh_fields').where('id', 'in', changes.removed.map((f) => f.id)).execute();
   }
@@ -190,7 +191,7 @@ async function saveFields(tx: Db, dialect: Dialect, tableId: string, changes: Fi
 }
 
 /** Codes are unique per table, and a new order may swap two: clear them before saving the new list. */
-async function releaseCodes(tx: Db, tableId: string): Promise<void> {
+async function releaseCodes(tx: MetaDb, tableId: string): Promise<void> {
   await tx.updateTable('rh_fields').set({ code: sql`'~' || ${sql.ref('id')}` }).where('tableId', '=', tableId).execute();
 }
 
@@ -199,7 +200,7 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
    * Changes of one table take turns: the second waits here until the first commits, then reads the
    * fields as they are now (on PostgreSQL; SQLite runs one write transaction at a time anyway).
    */
-  const lockTable = async (tx: Db, tableId: string) => {
+  const lockTable = async (tx: MetaDb, tableId: string) => {
     if (dialect.lockRows) await tx.selectFrom('rh_tables').select('id').where('id', '=', tableId).forUpdate().execute();
   };
   return {
@@ -218,7 +219,7 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       async resolveId(db, ref) {
         if (isUuid(ref)) return ref.toLowerCase();
         const row = await db.selectFrom('rh_tables').select('id').where('code', '=', ref).executeTakeFirst();
-        return row?.id as string | undefined;
+        return row?.id;
       },
       check(input, mode) {
         // An update's fields can only be checked against the table's current ones: beforeUpdate does it.
@@ -232,15 +233,15 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
       async afterInsert(tx, item, input, ctx) {
         const plan = reviewFields([], (input.fields as FieldInput[] | undefined) ?? []);
         if (plan.problems.length > 0) throw invalid(plan.problems, 'Invalid table');
-        await saveFields(tx, dialect, item.id as string, plan.changes, ctx, new Set());
-        await createUserTable(tx, dialect, item.id as string, plan.changes.fields);
+        await saveFields(tx, dialect, item.id, plan.changes, ctx, new Set());
+        await createUserTable(tx, dialect, item.id, plan.changes.fields);
       },
       async beforeUpdate(tx, before, changes, input, ctx) {
         changes.version = sql`${sql.ref('version')} + 1`;
         const problems = codeProblems(input);
-        await lockTable(tx, before.id as string);
+        await lockTable(tx, before.id);
         if (input.fields !== undefined) {
-          const tableId = before.id as string;
+          const tableId = before.id;
           const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
           const plan = reviewFields(existing, input.fields as FieldInput[]);
           problems.push(...plan.problems, ...(await requiredProblems(tx, tableId, plan)));
@@ -253,14 +254,14 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
         if (problems.length > 0) throw invalid(problems, 'Invalid table');
       },
       async beforeDelete(tx, item) {
-        await lockTable(tx, item.id as string);
+        await lockTable(tx, item.id);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
-        await dropUserTable(tx, item.id as string);
+        await dropUserTable(tx, item.id);
       },
-      async decorate(db, items: Item[]) {
-        const fields = await loadFields(db, dialect, items.map((i) => i.id as string));
+      async decorate(db, items) {
+        const fields = await loadFields(db, dialect, items.map((i) => i.id));
         for (const item of items) {
-          item.fields = (fields.get(item.id as string) ?? []).map(({ id, code, name, type, required, options }) => ({
+          item.fields = (fields.get(item.id) ?? []).map(({ id, code, name, type, required, options }) => ({
             id, code, name, type, required, options,
           }));
         }

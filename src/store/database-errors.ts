@@ -1,0 +1,56 @@
+import { HttpError } from '../errors.ts';
+import type { Dialect } from './dialect.ts';
+
+/**
+ * The one place database errors become answers. A request can make the database fail in a few
+ * ways that are its own doing or bad luck, never the service's fault; each is an HttpError with a
+ * stable code. Anything else stays a fault (a 500, logged).
+ */
+
+/**
+ * What the failed statement was writing, which says what a unique violation means there. Without
+ * it a unique violation is not classified: one the code did not expect is a fault, not a 409.
+ */
+export type Writing =
+  /** One row, by id: that id exists. */
+  | { kind: 'row'; id: string }
+  /** Several rows of one table: one of their ids exists. */
+  | { kind: 'rows' }
+  /** An item of a generic resource (`label` names it in messages): another one holds a unique value of it. */
+  | { kind: 'item'; label: string };
+
+/** A row with this id exists (found by a constraint, or by looking first). */
+export function rowExists(id: string): HttpError {
+  return new HttpError('row_exists', `a row with id ${id} already exists; set options.upsert to update it`);
+}
+
+/** The HttpError a database error stands for; an HttpError as it is; undefined for a fault. */
+export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (writing && dialect.isUniqueViolation(err)) {
+    if (writing.kind === 'row') return rowExists(writing.id);
+    if (writing.kind === 'rows') return new HttpError('row_exists', 'a row with one of these ids already exists');
+    return new HttpError('unique_value', uniqueViolationMessage(err, writing.label));
+  }
+  if (dialect.isSchemaChanged(err)) {
+    return new HttpError('schema_changed', "The table's fields changed while this request ran; send it again");
+  }
+  if (dialect.isTooManyColumns(err)) {
+    return new HttpError(
+      'too_many_columns',
+      "The table has reached the database's limit of columns (fields removed over time count too): create a new table",
+    );
+  }
+  return undefined;
+}
+
+/** A unique violation as a message that names the column, never SQL. */
+function uniqueViolationMessage(err: unknown, label: string): string {
+  const e = err as { message?: string; detail?: string };
+  // PostgreSQL: detail 'Key (name)=(FOO) already exists.'; SQLite: 'UNIQUE constraint failed: rh_members.email'.
+  const pg = /^Key \((.+?)\)=/.exec(e.detail ?? '');
+  const lite = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(e.message ?? '');
+  const columns = pg ? pg[1].split(', ') : lite ? lite[1].split(', ').map((c) => c.split('.').pop()) : [];
+  const what = columns.length > 0 ? `this ${columns.join(' and ')}` : 'the same unique value';
+  return `another ${label} already has ${what}`;
+}

@@ -1,0 +1,57 @@
+import type { Kysely } from 'kysely';
+import type { FieldTypeName } from '../domain/field-types/field-type.ts';
+
+/**
+ * The metadata tables as migrations.ts leaves them, for the query builder. User tables
+ * (rows_<hex>) exist only at run time: they go through the untyped `Db` (database.ts).
+ *
+ * Timestamps are ISO 8601 text both ways (SQLite stores text; the pg type parser gives timestamptz
+ * back as ISO text). Integers are numbers (pg's INT8 parser, database.ts).
+ */
+
+/** A boolean column as the driver gives and takes it: 0/1 on SQLite, a boolean on PostgreSQL. Through the dialect's encodeBoolean/decodeBoolean. */
+export type StoredBoolean = unknown;
+/** A JSON column: text on SQLite, jsonb on PostgreSQL. Through the dialect's encodeJson/decodeJson. */
+export type StoredJson = unknown;
+
+/** id plus the audit columns every metadata item carries. */
+export interface ItemColumns {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  createdBy: string | null;
+  updatedBy: string | null;
+}
+
+export interface Meta {
+  rh_settings: { key: string; value: string };
+  rh_members: ItemColumns & { name: string; email: string | null };
+  rh_api_keys: ItemColumns & {
+    name: string;
+    memberId: string;
+    prefix: string;
+    keyHash: string;
+    expiresAt: string | null;
+    lastUsedAt: string | null;
+    revokedAt: string | null;
+  };
+  rh_environment_variables: ItemColumns & { name: string; value: string; description: string | null };
+  rh_flows: ItemColumns & { name: string; description: string | null; enabled: StoredBoolean; definition: StoredJson };
+  rh_tables: ItemColumns & { code: string | null; name: string; description: string | null; version: number };
+  rh_fields: ItemColumns & {
+    tableId: string;
+    position: number;
+    code: string;
+    name: string;
+    /** Written only from the field-type registry's names (the tables resource validates them). */
+    type: FieldTypeName;
+    required: StoredBoolean;
+    options: StoredJson;
+  };
+  rh_migrations: { version: number; name: string; appliedAt: string };
+  /** SQLite only (migration 4): the counter its triggers bump on every metadata change. */
+  rh_metadata_version: { id: number; n: number };
+}
+
+/** The query builder over the metadata tables. The same connection as `Db`, seen through their types. */
+export type MetaDb = Kysely<Meta>;

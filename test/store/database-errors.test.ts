@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { sql } from 'kysely';
+import { HttpError } from '../../src/errors.ts';
+import { type Writing, toHttpError } from '../../src/store/database-errors.ts';
+import { physicalColumn, physicalTable } from '../../src/store/user-tables.ts';
+import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+
+/**
+ * toHttpError, the one place database errors become answers, on errors each real database raises:
+ * a code and status for what a request can cause, nothing for what only a fault can.
+ */
+
+/** The error the statement fails with. */
+async function failure(statement: Promise<unknown>): Promise<unknown> {
+  try {
+    await statement;
+  } catch (err) {
+    return err;
+  }
+  return assert.fail('the statement did not fail');
+}
+
+eachDatabase('toHttpError', (kind) => {
+  let t: TestApp;
+  let tableId: string;
+  let fieldIds: Record<string, string>;
+  const classify = (err: unknown, writing?: Writing) => toHttpError(err, t.database.dialect, writing);
+
+  before(async () => {
+    t = await startApp(kind);
+    const table = await t.post('/api/tables', {
+      name: 'Errors',
+      code: 'errors',
+      fields: [
+        { code: 'title', type: 'text' },
+        { code: 'note', type: 'text' },
+      ],
+    });
+    assert.equal(table.status, 201, table.text);
+    tableId = table.body.id;
+    fieldIds = Object.fromEntries(table.body.fields.map((f: { code: string; id: string }) => [f.code, f.id]));
+    assert.equal((await t.post('/api/tables/errors/rows', { id: 'r-1', values: { title: 'one' } })).status, 201);
+  });
+  after(() => t.close());
+
+  it('a row id that exists: 409 row_exists, naming the id when one row was written', async () => {
+    const now = new Date().toISOString();
+    const row = { id: 'r-1', created_at: now, updated_at: now, created_by: t.ownerId, updated_by: t.ownerId };
+    const err = await failure(t.database.db.insertInto(physicalTable(tableId)).values(row).execute());
+
+    const one = classify(err, { kind: 'row', id: 'r-1' });
+    assert.ok(one instanceof HttpError);
+    assert.equal(one.code, 'row_exists');
+    assert.equal(one.statusCode, 409);
+    assert.match(one.message, /a row with id r-1 already exists/);
+
+    const several = classify(err, { kind: 'rows' });
+    assert.equal(several?.code, 'row_exists');
+    assert.equal(several?.statusCode, 409);
+    // Where the caller did not say what it wrote, a unique violation is a fault, not a 409.
+    assert.equal(classify(err), undefined);
+  });
+
+  it("another item's unique value: 409 unique_value, naming the column, never SQL", async () => {
+    const member = await t.post('/api/members', { name: 'Ada', email: 'ada@example.com' });
+    assert.equal(member.status, 201, member.text);
+    const now = new Date().toISOString();
+    const copy = { id: 'm-2', name: 'Ada again', email: 'ada@example.com', createdAt: now, updatedAt: now, createdBy: t.ownerId, updatedBy: t.ownerId };
+    const err = await failure(t.database.db.insertInto('rh_members').values(copy).execute());
+
+    const known = classify(err, { kind: 'item', label: 'member' });
+    assert.equal(known?.code, 'unique_value');
+    assert.equal(known?.statusCode, 409);
+    assert.equal(known?.message, 'another member already has this email');
+  });
+
+  it("a table or field removed while the request ran: 409 schema_changed; another table's absence is a fault", async () => {
+    // Another request removes the field `note`; a statement planned before names its column.
+    const kept = await t.put(`/api/tables/${tableId}`, { fields: [{ id: fieldIds.title }] });
+    assert.equal(kept.status, 200, kept.text);
+    const column = physicalColumn(fieldIds.note);
+    const gone = await failure(t.database.db.selectFrom(physicalTable(tableId)).select(column).execute());
+    const known = classify(gone);
+    assert.equal(known?.code, 'schema_changed');
+    assert.equal(known?.statusCode, 409);
+    assert.equal(classify(gone, { kind: 'row', id: 'r-1' })?.code, 'schema_changed');
+
+    // Only user tables and fields change under a running request: a metadata table missing is a fault.
+    assert.equal(classify(await failure(sql`select * from rh_no_such_table`.execute(t.database.db))), undefined);
+
+    // The whole table deleted meanwhile.
+    assert.equal((await t.delete(`/api/tables/${tableId}`)).status, 200);
+    const dropped = await failure(t.database.db.selectFrom(physicalTable(tableId)).select('id').execute());
+    assert.equal(classify(dropped)?.code, 'schema_changed');
+  });
+
+  it("the database's limit of columns: 400 too_many_columns", async () => {
+    // SQLite allows 2000 columns, PostgreSQL 1600.
+    const columns = Array.from({ length: 2001 }, (_, i) => `c${i} integer`).join(', ');
+    const err = await failure(sql.raw(`create table wide (${columns})`).execute(t.database.db));
+    const known = classify(err);
+    assert.equal(known?.code, 'too_many_columns');
+    assert.equal(known?.statusCode, 400);
+  });
+
+  it('an HttpError is its own answer, and its code stays out of the body (CONTRACT §3)', () => {
+    const err = new HttpError('in_use', 'member m is the owner and cannot be deleted');
+    assert.equal(classify(err), err);
+    const placed = err.at('[2]', { index: 2 });
+    assert.equal(placed.code, 'in_use');
+    assert.equal(placed.statusCode, 409);
+    assert.deepEqual(placed.toBody(), { statusCode: 409, error: 'Conflict', message: '[2]: member m is the owner and cannot be deleted', index: 2 });
+  });
+});
