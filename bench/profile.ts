@@ -2,7 +2,7 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|bulk] [seconds=5]      (BENCH_DATABASE=postgres too)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,10 +75,19 @@ service = await startService(env);
 delete process.env.PROFILE_SERVICE;
 let k = 0;
 const auth = { 'x-api-key': BENCH_KEY };
-const request =
-  WORKLOAD === 'first'
-    ? { path: '/api/tables/bench/rows', headers: auth }
-    : { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth };
+const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
+const paid =
+  `/api/tables/bench/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
+  `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
+const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
+const requests = {
+  bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
+  first: { path: '/api/tables/bench/rows', headers: auth },
+  paid: { path: paid, headers: auth },
+  get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
+};
+if (!(WORKLOAD in requests)) throw new Error(`unknown workload ${WORKLOAD}: use ${Object.keys(requests).join(', ')}`);
+const request = requests[WORKLOAD as keyof typeof requests];
 await load(service.url, request, 1);
 const result = await load(service.url, request, SECONDS);
 await service.stop();

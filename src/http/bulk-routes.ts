@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/row-requests.ts';
+import { JSON_TYPE, batchJson, recordsJson } from '../render/row-json.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
@@ -13,12 +14,13 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
   app.post<TableParams>(path, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const { status, data } = await writer.bulkCreate(table, parseBulkCreate(request.body, table), writeContext(request));
-    return reply.status(status).send({ data });
+    return reply.status(status).type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect)}}`);
   });
 
-  app.patch<TableParams>(path, async (request) => {
+  app.patch<TableParams>(path, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    return { data: await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), writeContext(request)) };
+    const data = await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), writeContext(request));
+    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect)}}`);
   });
 
   app.delete<TableParams>(path, async (request) => {
@@ -27,8 +29,8 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
     return { data: await writer.bulkDelete(table, parseBulkDelete(request.body)) };
   });
 
-  app.post('/api/rows-batch', async (request) => {
+  app.post('/api/rows-batch', async (request, reply) => {
     const operations = parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body)));
-    return { data: await writer.batch(operations, writeContext(request)) };
+    return reply.type(JSON_TYPE).send(batchJson(await writer.batch(operations, writeContext(request)), deps.database.dialect));
   });
 }

@@ -7,7 +7,7 @@ import { type Database, inTransaction } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
-import { recordJson, recordsJson } from '../render/row-json.ts';
+import { JSON_TYPE, recordJson, recordsJson } from '../render/row-json.ts';
 
 export interface RowsDeps {
   database: Database;
@@ -19,9 +19,6 @@ export interface RowsDeps {
 
 type TableParams = { Params: { table: string } };
 type RowParams = { Params: { table: string; rowId: string } };
-
-/** What Fastify answers objects with: rendered JSON text goes out the same. */
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The table a rows route names by id or code, or a 404. */
 export async function tableOr404(deps: RowsDeps, ref: string): Promise<TableDef> {
@@ -50,7 +47,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    const raw = await rows.getRaw(database.db, table, request.params.rowId);
+    const raw = await rows.get(database.db, table, request.params.rowId);
     if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return reply.type(JSON_TYPE).send(recordJson(table, raw, database.dialect));
   });
@@ -63,15 +60,15 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const result = rows.createIsOneStatement(input)
       ? await rows.create(database.db, table, input, ctx)
       : await inTransaction(database, (tx) => rows.create(tx, table, input, ctx));
-    return reply.status(result.created ? 201 : 200).send(result.row);
+    return reply.status(result.created ? 201 : 200).type(JSON_TYPE).send(recordJson(table, result.row, database.dialect));
   });
 
-  app.patch<RowParams>(`${base}/:rowId`, async (request) => {
+  app.patch<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const input = parseRowPatch(request.body, table);
     const row = await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request));
     if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    return row;
+    return reply.type(JSON_TYPE).send(recordJson(table, row, database.dialect));
   });
 
   app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {

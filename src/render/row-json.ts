@@ -12,6 +12,9 @@ import type { TableDef } from '../store/table-catalog.ts';
  * the benchmark table holds 100 such values).
  */
 
+/** What Fastify answers objects with: rendered JSON text goes out the same. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
 interface FieldWriter {
   /** `"code":`, escaped once. */
   key: string;
@@ -49,4 +52,13 @@ export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: D
   let out = '[';
   for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect);
   return `${out}]`;
+}
+
+/** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */
+export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect): string {
+  let out = '{"data":[';
+  results.forEach(({ type, table, row }, i) => {
+    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect)}}`;
+  });
+  return `${out}]}`;
 }

@@ -7,7 +7,7 @@ import { rowExists } from './database-errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import { lockIds } from './row-locks.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
-import type { RowRecord, RowStore } from './rows.ts';
+import type { RawRow, RowStore } from './rows.ts';
 import type { TableCatalog, TableDef } from './table-catalog.ts';
 
 /** Bulk writes within one table and the cross-table batch (CONTRACT §7): each all or nothing, in one transaction. */
@@ -24,14 +24,14 @@ export class RowWriter {
   }
 
   /** POST /rows-bulk: creates, or with upsert updates the rows whose id exists. */
-  async bulkCreate(table: TableDef, inputs: RowCreate[], ctx: WriteContext): Promise<{ status: number; data: RowRecord[] }> {
+  async bulkCreate(table: TableDef, inputs: RowCreate[], ctx: WriteContext): Promise<{ status: number; data: RawRow[] }> {
     if (inputs.length === 0) return { status: 201, data: [] };
 
     return this.transaction(async (tx) => {
       const given = inputs.map((x) => x.id).filter((id): id is string => id !== undefined);
       const existing = given.length > 0 ? await this.present(tx, table, given) : new Set<string>();
       const inserts: { index: number; input: RowCreate }[] = [];
-      const result: RowRecord[] = new Array(inputs.length);
+      const result: RawRow[] = new Array(inputs.length);
       let updated = false;
       for (const [i, input] of inputs.entries()) {
         const exists = input.id !== undefined && existing.has(input.id);
@@ -60,11 +60,11 @@ export class RowWriter {
   }
 
   /** PATCH /rows-bulk: partial updates; every id must exist. */
-  async bulkUpdate(table: TableDef, inputs: RowPatch[], ctx: WriteContext): Promise<RowRecord[]> {
+  async bulkUpdate(table: TableDef, inputs: RowPatch[], ctx: WriteContext): Promise<RawRow[]> {
     const ids = inputs.map((x) => x.id);
     return this.transaction(async (tx) => {
       await this.requireAll(tx, table, ids, 'data');
-      const out: RowRecord[] = [];
+      const out: RawRow[] = [];
       for (const [i, input] of inputs.entries()) {
         const row = await this.rows.update(tx, table, ids[i], input.values, ctx);
         if (!row) throw notFound(`data[${i}]: row ${ids[i]} not found`);
@@ -111,15 +111,15 @@ export class RowWriter {
   }
 
   /** POST /api/rows-batch: operations in array order in one transaction; later ones see earlier ones. */
-  async batch(operations: BatchOperation<TableDef>[], ctx: WriteContext): Promise<{ type: string; row: RowRecord | null }[]> {
+  async batch(operations: BatchOperation<TableDef>[], ctx: WriteContext): Promise<BatchResult[]> {
     if (operations.length === 0) return [];
     return this.transaction(async (tx) => {
       await this.lockTargets(tx, operations);
-      const out: { type: string; row: RowRecord | null }[] = [];
+      const out: BatchResult[] = [];
       for (let i = 0; i < operations.length; ) {
         const run = createRun(operations, i);
         if (run.length > 1) {
-          for (const row of await this.createMany(tx, run, ctx)) out.push({ type: 'create', row });
+          for (const row of await this.createMany(tx, run, ctx)) out.push({ type: 'create', table: run[0].table, row });
           i += run.length;
           continue;
         }
@@ -158,7 +158,7 @@ export class RowWriter {
    * A run of plain creates in one table, as one multi-row insert. The outcome is the same as one
    * at a time: the first operation whose id exists or repeats fails the batch with its own index.
    */
-  private async createMany(tx: Db, run: CreateOperation[], ctx: WriteContext): Promise<RowRecord[]> {
+  private async createMany(tx: Db, run: CreateOperation[], ctx: WriteContext): Promise<RawRow[]> {
     const { table } = run[0];
     const given = run.map((op) => op.input.id).filter((id): id is string => id !== undefined);
     const existing = given.length > 0 ? await this.rows.existing(tx, table, given) : new Set<string>();
@@ -178,23 +178,30 @@ export class RowWriter {
     }
   }
 
-  private async operation(tx: Db, op: BatchOperation<TableDef>, ctx: WriteContext): Promise<{ type: string; row: RowRecord | null }> {
+  private async operation(tx: Db, op: BatchOperation<TableDef>, ctx: WriteContext): Promise<BatchResult> {
     const where = `operations[${op.index}]`;
     switch (op.type) {
       case 'invalid':
         throw op.error;
       case 'create':
-        return { type: op.type, row: (await this.rows.create(tx, op.table, op.input, ctx, `${where}.values`)).row };
+        return { type: op.type, table: op.table, row: (await this.rows.create(tx, op.table, op.input, ctx, `${where}.values`)).row };
       case 'update': {
         const row = await this.rows.update(tx, op.table, op.patch.id, op.patch.values, ctx);
         if (!row) throw notFound(`row ${op.patch.id} not found in table ${op.tableRef}`);
-        return { type: op.type, row };
+        return { type: op.type, table: op.table, row };
       }
       case 'delete':
         if (!(await this.rows.delete(tx, op.table, op.id))) throw notFound(`row ${op.id} not found in table ${op.tableRef}`);
-        return { type: op.type, row: null };
+        return { type: op.type, table: op.table, row: null };
     }
   }
+}
+
+/** What one operation of a batch did: the row after it (null for a delete), of its table. */
+export interface BatchResult {
+  type: 'create' | 'update' | 'delete';
+  table: TableDef;
+  row: RawRow | null;
 }
 
 type CreateOperation = Extract<BatchOperation<TableDef>, { type: 'create' }>;

@@ -121,38 +121,33 @@ export class RowStore {
     return out;
   }
 
-  async get(db: Db, table: TableDef, id: string): Promise<RowRecord | undefined> {
-    const raw = await this.getRaw(db, table, id);
-    return raw && this.toRecord(table, raw);
-  }
-
-  /** The row's columns as the database returns them, to render or decode. */
-  async getRaw(db: Db, table: TableDef, id: string): Promise<RawRow | undefined> {
+  /** The row's columns as the database returns them, to render or decode (as every method here answers rows). */
+  async get(db: Db, table: TableDef, id: string): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
     const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)));
     return (await t.run(db, [id])).rows[0];
   }
 
   /** Inserts a new row; an id that exists is a 409. */
-  async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord> {
+  async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow> {
     try {
       const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
       this.wrote(table, 1);
-      return this.toRecord(table, rows[0]);
+      return rows[0];
     } catch (err) {
       throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
     }
   }
 
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
-  async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
+  async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
     this.wrote(table, rows.length);
-    return rows[0] && this.toRecord(table, rows[0]);
+    return rows[0];
   }
 
   /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
-  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RowRecord | undefined> {
+  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
     const changes = Object.entries(this.encode(values));
     const key = `update:${changes.map(([c]) => c).join(',')}`;
@@ -169,14 +164,14 @@ export class RowStore {
     );
     const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
     this.wrote(table, rows.length);
-    return rows[0] && this.toRecord(table, rows[0]);
+    return rows[0];
   }
 
   /**
    * A create as POST /rows means it: a new row, or with `upsert` and an id that exists, a partial
    * update of that row. Run it in a transaction unless it is one statement (`createIsOneStatement`).
    */
-  async create(db: Db, table: TableDef, input: RowCreate, ctx: WriteContext, prefix = 'values'): Promise<{ created: boolean; row: RowRecord }> {
+  async create(db: Db, table: TableDef, input: RowCreate, ctx: WriteContext, prefix = 'values'): Promise<{ created: boolean; row: RawRow }> {
     if (!input.upsert || input.id === undefined) {
       return { created: true, row: await this.insert(db, table, input.id ?? randomUUID(), input.values, ctx) };
     }
@@ -188,7 +183,7 @@ export class RowStore {
     const inserted = await this.insertIfAbsent(db, table, input.id, input.values, ctx);
     if (inserted) return { created: true, row: inserted };
     // Another writer inserted it in between: the upsert becomes an update.
-    return { created: false, row: (await this.update(db, table, input.id, input.values, ctx)) as RowRecord };
+    return { created: false, row: (await this.update(db, table, input.id, input.values, ctx)) as RawRow };
   }
 
   /**
@@ -205,7 +200,7 @@ export class RowStore {
    * `insert` makes it, or else the partial update `update` makes (the given fields, updatedAt moved,
    * createdAt/createdBy kept). The database says which it was.
    */
-  private async upsert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, inserted: RawBuilder<boolean>): Promise<{ created: boolean; row: RowRecord }> {
+  private async upsert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, inserted: RawBuilder<boolean>): Promise<{ created: boolean; row: RawRow }> {
     const columns = this.columns(table);
     const given = [...values.keys()].map((f) => fieldColumn(f.id));
     const t = this.template(db, table, `upsert:${given.join(',')}`, (d, arg) =>
@@ -223,7 +218,7 @@ export class RowStore {
     );
     const [raw] = (await t.run(db, this.newRow(table, id, values, ctx))).rows;
     this.wrote(table, 1);
-    return { created: raw.inserted === true, row: this.toRecord(table, raw) };
+    return { created: raw.inserted === true, row: raw };
   }
 
   /** The ids among `ids` that exist in the table. */
@@ -238,22 +233,25 @@ export class RowStore {
   }
 
   /** Inserts new rows in multi-row statements; the caller has checked that no id exists. */
-  async insertMany(db: Db, table: TableDef, items: { id: string; values: Map<FieldDef, unknown> }[], ctx: WriteContext): Promise<RowRecord[]> {
+  async insertMany(db: Db, table: TableDef, items: { id: string; values: Map<FieldDef, unknown> }[], ctx: WriteContext): Promise<RawRow[]> {
     const columns = this.columns(table);
-    const full = items.map(({ id, values }) => {
-      const row = this.newRow(table, id, values, ctx);
-      return Object.fromEntries(columns.map((c, i) => [c, row[i]]));
-    });
-    const perStatement = Math.max(1, Math.floor(30_000 / columns.length));
+    const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
+    const perStatement = this.dialect.rowsPerInsert(columns.length);
     try {
-      for (let i = 0; i < full.length; i += perStatement) {
-        await db.insertInto(table.physical).values(full.slice(i, i + perStatement)).execute();
+      for (let i = 0; i < rows.length; i += perStatement) {
+        const chunk = rows.slice(i, i + perStatement);
+        // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
+        const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
+          d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+        );
+        await t.run(db, chunk.flat());
       }
     } catch (err) {
       throw toHttpError(err, this.dialect, { kind: 'rows' }) ?? err;
     }
-    this.wrote(table, full.length);
-    return full.map((raw) => this.toRecord(table, raw));
+    this.wrote(table, rows.length);
+    // The rows as the database would return them: the values as bound, which decode and render alike.
+    return rows.map((row) => Object.fromEntries(columns.map((c, k) => [c, row[k]])));
   }
 
   async deleteMany(db: Db, table: TableDef, ids: string[]): Promise<void> {

@@ -39,7 +39,7 @@ eachDatabase('records rendered as JSON text', (kind) => {
     const store = new RowStore(t.database.dialect);
     const raws = [];
     for (const { id } of rows) {
-      const raw = await store.getRaw(t.database.db, table, id);
+      const raw = await store.get(t.database.db, table, id);
       assert.ok(raw);
       raws.push(raw);
       assert.equal(recordJson(table, raw, t.database.dialect), JSON.stringify(store.toRecord(table, raw)), id);
