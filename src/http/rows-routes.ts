@@ -36,7 +36,8 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const table = await tableOr404(deps, request.params.table);
     const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
     const { filter, keys } = q.selection;
-    const page = await rows.page(database.db, table, { filter, keys, after: q.after, limit: q.pageSize });
+    const text = JSON.stringify([q.selection.filterText ?? null, q.selection.sortText ?? null]);
+    const page = await rows.page(database.db, table, { filter, keys, after: q.after, limit: q.pageSize, text });
     let nextUrl: string | null = null;
     if (page.next) {
       nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${nextPageQuery(q, signCursor(deps.secret, q.binding, page.next))}`;
