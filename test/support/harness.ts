@@ -112,7 +112,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}): 
     ROWHOUSE_PUBLIC_URL: 'http://rowhouse.test',
     ...env,
   });
-  const database = openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl);
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
   const app = await buildApp({ config, database, secret: boot.secret, logger: false });
