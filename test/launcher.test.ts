@@ -73,6 +73,14 @@ describe('bin/rowhouse.mjs', () => {
     assert.match(r.stderr, /older than src\/new-module\.ts/);
   });
 
+  it('runs src/ when dist/ holds no complete build (tsc run by hand, without the CommonJS marker)', () => {
+    const root = project({ 'src/cli.ts': SRC_CLI, 'dist/cli.js': DIST_CLI });
+    touch(root, 'src/cli.ts', -60);
+    const r = launch(root);
+    assert.equal(r.stdout, 'ran src serve --port 1\n');
+    assert.match(r.stderr, /^rowhouse: dist\/ is not built; running src\/ through tsx/);
+  });
+
   it('runs src/ when dist/ was never built', () => {
     const r = launch(project({ 'src/cli.ts': SRC_CLI }));
     assert.equal(r.stdout, 'ran src serve --port 1\n');
