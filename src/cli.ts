@@ -26,7 +26,7 @@ class UsageError extends Error {}
 /** Opens the configured database, brought up to date, for one command. */
 async function withDatabase<T>(flags: Record<string, string>, work: (database: Database, applied: number[]) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, flags);
-  const database = openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl);
   try {
     const applied = await migrate(database.db, database.dialect);
     return await work(database, applied);

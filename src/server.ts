@@ -14,7 +14,7 @@ export interface RunningServer {
 
 /** Opens the database, migrates, bootstraps, and serves until stopped. */
 export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
-  const database = openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl);
   try {
     await migrate(database.db, database.dialect);
     const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });

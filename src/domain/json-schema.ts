@@ -4,10 +4,25 @@ import type { ErrorDetail } from '../errors.ts';
 /** The one JSON Schema validator: every problem of a value is reported, not just the first. */
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 
-export type Validator = ValidateFunction;
+/** Whether a value fits the schema; when not, `errors` says why. */
+export interface Validator {
+  (value: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
 
-export function compileSchema(schema: Record<string, unknown>): Validator {
-  return ajv.compile(schema);
+/**
+ * A validator of the schema, compiled on its first use: compiling every resource's and field
+ * type's schemas at start took 40 to 80 ms, for validators a run may never call.
+ */
+export function schemaValidator(schema: Record<string, unknown>): Validator {
+  let compiled: ValidateFunction | undefined;
+  const validate: Validator = (value) => {
+    compiled ??= ajv.compile(schema);
+    const valid = compiled(value) as boolean;
+    validate.errors = compiled.errors;
+    return valid;
+  };
+  return validate;
 }
 
 /** Ajv's errors as error details, with paths like `prefix.name` or `prefix[2].code`. */

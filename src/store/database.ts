@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
 import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
@@ -77,14 +77,6 @@ export async function readRows(db: Db, query: { sql: string; parameters: readonl
   return (await db.executeQuery(query as CompiledQuery<Record<string, unknown>>)).rows;
 }
 
-const { types } = pg;
-// Dates, times and timestamps come back as the strings the API speaks, never as local-time Date objects.
-const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ);
-types.setTypeParser(types.builtins.TIMESTAMPTZ, (v: string) => (parseTimestamptz(v) as Date).toISOString());
-types.setTypeParser(types.builtins.DATE, (v: string) => v);
-types.setTypeParser(types.builtins.TIME, (v: string) => v);
-types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
-
 /** Work in the background has no request to answer with its error: it is reported as a warning. */
 const warnBackground = (err: unknown) => process.emitWarning(`planner statistics: ${(err as Error)?.message ?? String(err)}`);
 
@@ -136,9 +128,9 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-function openSqlite(file: string): Database {
+function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
-  const raw = new SqliteDatabase(file);
+  const raw = new Sqlite(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
@@ -162,7 +154,7 @@ function openSqlite(file: string): Database {
   };
   const readConnection = () => {
     if (!reader) {
-      reader = new SqliteDatabase(file, { readonly: true });
+      reader = new Sqlite(file, { readonly: true });
       sameSemantics(reader);
     }
     return reader;
@@ -217,7 +209,7 @@ function openSqlite(file: string): Database {
           iterate: (query: { sql: string; parameters: readonly unknown[] }) => {
             // A connection of its own: its snapshot lasts as long as the export, and must not
             // become that of the other reads (a new row unseen, a revoked key still accepted).
-            const conn = new SqliteDatabase(file, { readonly: true });
+            const conn = new Sqlite(file, { readonly: true });
             sameSemantics(conn);
             exporters.add(conn);
             const rows = conn.prepare(query.sql).raw(true).iterate(...query.parameters) as IterableIterator<unknown[]>;
@@ -257,11 +249,28 @@ function openSqlite(file: string): Database {
   };
 }
 
-function openPostgres(url: string, options: DatabaseOptions): Database {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+let pgDriver: Promise<typeof pg> | undefined;
+
+/** pg, loaded on first use, with its type parsers (global to the module) set once. */
+function loadPg(): Promise<typeof pg> {
+  pgDriver ??= import('pg').then(({ default: driver }) => {
+    const { types } = driver;
+    // Dates, times and timestamps come back as the strings the API speaks, never as local-time Date objects.
+    const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ);
+    types.setTypeParser(types.builtins.TIMESTAMPTZ, (v: string) => (parseTimestamptz(v) as Date).toISOString());
+    types.setTypeParser(types.builtins.DATE, (v: string) => v);
+    types.setTypeParser(types.builtins.TIME, (v: string) => v);
+    types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
+    return driver;
+  });
+  return pgDriver;
+}
+
+function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions): Database {
+  const pool = new driver.Pool({ connectionString: url, max: 10 });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
-  const listener = new MetadataListener(url);
+  const listener = new MetadataListener(driver, url);
   const dialect = reportingMetadataWrites(new PostgresDialect({ pool }), () => listener.changed());
   const { onQuery } = options;
   const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
@@ -282,7 +291,14 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   };
 }
 
-export function openDatabase(databaseUrl: string, options: DatabaseOptions = {}): Database {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
-  return openPostgres(databaseUrl, options);
+/**
+ * Only the driver the URL names is loaded: a SQLite service never pays for pg's start and memory,
+ * nor a PostgreSQL one for better-sqlite3's.
+ */
+export async function openDatabase(databaseUrl: string, options: DatabaseOptions = {}): Promise<Database> {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const { default: SqliteDatabase } = await import('better-sqlite3');
+    return openSqlite(SqliteDatabase, databaseUrl.slice('sqlite:'.length));
+  }
+  return openPostgres(await loadPg(), databaseUrl, options);
 }

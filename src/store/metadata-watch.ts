@@ -13,7 +13,7 @@ import {
   type TransactionSettings,
   UpdateQueryNode,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 
 /**
  * How a PostgreSQL instance knows whether its metadata caches still hold (see MetadataCache):
@@ -43,7 +43,10 @@ export class MetadataListener {
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
 
-  constructor(private readonly url: string) {}
+  constructor(
+    private readonly driver: typeof pg,
+    private readonly url: string,
+  ) {}
 
   /** The version; undefined while not listening (a change could go unseen). */
   current(): number | undefined {
@@ -60,7 +63,7 @@ export class MetadataListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: LISTENER_NAME, keepAlive: true });
+    const client = new this.driver.Client({ connectionString: this.url, application_name: LISTENER_NAME, keepAlive: true });
     this.client = client;
     const lost = () => {
       if (this.client !== client) return;

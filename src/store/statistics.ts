@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type QueryExecutorProvider, sql } from 'kysely';
 
@@ -141,6 +142,24 @@ parentPort.on('message', ({ tables }) => {
 });
 `;
 
+/**
+ * Where better-sqlite3 is, for the worker to load (its own `require` would look from the working
+ * directory). Found from the script Node runs (the launcher, a test, a benchmark), then from the
+ * working directory: this module cannot name its own place both as the CommonJS build and as the
+ * ES module sources.
+ */
+function driverPath(): string {
+  for (const base of [process.argv[1], path.join(process.cwd(), 'index.js')]) {
+    if (!base) continue;
+    try {
+      return createRequire(path.resolve(base)).resolve('better-sqlite3');
+    } catch {
+      // Not from there.
+    }
+  }
+  throw new Error('better-sqlite3 cannot be found for the statistics worker');
+}
+
 /** How long the worker stays after its last job: it costs memory, and tables grow in bursts. */
 const WORKER_IDLE_MS = 5_000;
 
@@ -154,12 +173,13 @@ export function sqliteStatistics(
   reload: () => Promise<void>,
   onError: (err: unknown) => void,
 ): PlannerStatistics {
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+  let driver: string | undefined;
   let worker: Worker | null = null;
   let idle: NodeJS.Timeout | undefined;
 
   const refresh: Refresh = async (tables) => {
     clearTimeout(idle);
+    driver ??= driverPath();
     worker ??= new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver } });
     const w = worker;
     const answer = await new Promise<{ counts: [string, number][]; analysed: number; error?: string }>((resolve, reject) => {

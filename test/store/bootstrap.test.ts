@@ -11,7 +11,7 @@ const kind = 'postgres' as const;
 if (databaseKinds().includes(kind)) describe('first start [postgres]', () => {
   for (let round = 1; round <= 3; round++) it(`instances starting together on an empty database make one owner, one secret and one first key, printed once (round ${round})`, async () => {
     const scratch = await scratchDatabase(kind);
-    const instances = Array.from({ length: 8 }, () => openDatabase(scratch.url));
+    const instances = await Promise.all(Array.from({ length: 8 }, () => openDatabase(scratch.url)));
     try {
       await migrate(instances[0].db, instances[0].dialect);
       // Every instance connected and ready, so they really start together.

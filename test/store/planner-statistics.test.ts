@@ -79,7 +79,7 @@ eachDatabase('planner statistics follow tables loaded through the API', (kind) =
   });
 
   it('and so does a restarted one', async () => {
-    const restarted = openDatabase(t.config.databaseUrl);
+    const restarted = await openDatabase(t.config.databaseUrl);
     try {
       await restarted.statistics.settled();
       assertIndexServed(await pagePlan(restarted, 'orders', { filter: FILTER, sort: SORT }));
@@ -90,7 +90,7 @@ eachDatabase('planner statistics follow tables loaded through the API', (kind) =
 
   if (kind === 'sqlite') {
     it('sampled statistics of an earlier version are dropped on upgrade and taken again, exactly', async () => {
-      const raw = openDatabase(t.config.databaseUrl);
+      const raw = await openDatabase(t.config.databaseUrl);
       try {
         // What `PRAGMA optimize` left: a sample of the start of each index, which sees one status.
         await sql`pragma analysis_limit = 100`.execute(raw.db);
@@ -99,11 +99,11 @@ eachDatabase('planner statistics follow tables loaded through the API', (kind) =
       } finally {
         await raw.close();
       }
-      const upgraded = openDatabase(t.config.databaseUrl);
+      const upgraded = await openDatabase(t.config.databaseUrl);
       try {
         await migrate(upgraded.db, upgraded.dialect);
         await upgraded.close();
-        const restarted = openDatabase(t.config.databaseUrl);
+        const restarted = await openDatabase(t.config.databaseUrl);
         try {
           await restarted.statistics.settled();
           assertIndexServed(await pagePlan(restarted, 'orders', { filter: FILTER, sort: SORT }));

@@ -120,7 +120,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}, o
     ROWHOUSE_PUBLIC_URL: 'http://rowhouse.test',
     ...env,
   });
-  const database = openDatabase(config.databaseUrl, { onQuery: options.onQuery });
+  const database = await openDatabase(config.databaseUrl, { onQuery: options.onQuery });
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
   const app = await buildApp({ config, database, secret: boot.secret, logger: false });

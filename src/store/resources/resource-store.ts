@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
-import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
+import { schemaDetails, schemaValidator, type Validator } from '../../domain/json-schema.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
 import { repeatedIds } from '../../domain/repeated-ids.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from '../../domain/storable-text.ts';
@@ -55,7 +55,7 @@ export class ResourceStore {
       relations: Object.keys(spec.relations),
     };
     this.columns = [...Object.keys(SYSTEM_ATTRS), ...visible.map(([name]) => name)];
-    this.validators = { create: compileSchema(bodySchema(spec, 'create')), update: compileSchema(bodySchema(spec, 'update')) };
+    this.validators = { create: schemaValidator(bodySchema(spec, 'create')), update: schemaValidator(bodySchema(spec, 'update')) };
   }
 
   private get dialect(): Dialect {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { FIELD_TYPE_NAMES, type FieldDef } from '../../domain/field-types/field-type.ts';
 import { fieldOptionsSchema, fieldType, isFieldTypeName, isIndexed } from '../../domain/field-types/registry.ts';
-import { compileSchema, schemaDetails, type Validator } from '../../domain/json-schema.ts';
+import { schemaDetails, schemaValidator, type Validator } from '../../domain/json-schema.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
 import type { MetaDb } from '../meta-schema.ts';
@@ -39,7 +39,7 @@ const fieldSchema = {
 };
 
 const optionValidators = new Map<string, Validator>(
-  FIELD_TYPE_NAMES.map((name) => [name, compileSchema(fieldOptionsSchema(name))]),
+  FIELD_TYPE_NAMES.map((name) => [name, schemaValidator(fieldOptionsSchema(name))]),
 );
 
 /** Problems of one field definition that need no database; `path` is like `fields[2]`. */
