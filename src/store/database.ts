@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
@@ -251,13 +251,25 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
 
 let pgDriver: Promise<typeof pg> | undefined;
 
+const UTC_TIMESTAMP = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/;
+
+/**
+ * A timestamptz as the API writes it (`YYYY-MM-DDTHH:mm:ss.sssZ`), straight from PostgreSQL's
+ * text when the session speaks UTC (every connection is set to): a page of 51 rows holds 150
+ * timestamps, and going through Date took 7% of its time. null: another form, for Date to read.
+ */
+function utcTimestamp(text: string): string | null {
+  const m = UTC_TIMESTAMP.exec(text);
+  return m && `${m[1]}T${m[2]}.${(m[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
+}
+
 /** pg, loaded on first use, with its type parsers (global to the module) set once. */
 function loadPg(): Promise<typeof pg> {
   pgDriver ??= import('pg').then(({ default: driver }) => {
     const { types } = driver;
     // Dates, times and timestamps come back as the strings the API speaks, never as local-time Date objects.
     const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ);
-    types.setTypeParser(types.builtins.TIMESTAMPTZ, (v: string) => (parseTimestamptz(v) as Date).toISOString());
+    types.setTypeParser(types.builtins.TIMESTAMPTZ, (v: string) => utcTimestamp(v) ?? (parseTimestamptz(v) as Date).toISOString());
     types.setTypeParser(types.builtins.DATE, (v: string) => v);
     types.setTypeParser(types.builtins.TIME, (v: string) => v);
     types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
@@ -271,7 +283,10 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
   const listener = new MetadataListener(driver, url);
-  const dialect = reportingMetadataWrites(new PostgresDialect({ pool }), () => listener.changed());
+  const sessionInUtc = async (connection: DatabaseConnection) => {
+    await connection.executeQuery(CompiledQuery.raw("set time zone 'UTC'"));
+  };
+  const dialect = reportingMetadataWrites(new PostgresDialect({ pool, onCreateConnection: sessionInUtc }), () => listener.changed());
   const { onQuery } = options;
   const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
   const statistics = postgresStatistics(db, warnBackground);
