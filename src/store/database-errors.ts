@@ -14,7 +14,7 @@ import type { Dialect } from './dialect.ts';
 export type Writing =
   /** One row, by id: that id exists. */
   | { kind: 'row'; id: string }
-  /** Several rows of one table: one of their ids exists. */
+  /** Several rows of one table: one of their ids exists (`duplicateRow` may tell which). */
   | { kind: 'rows' }
   /** An item of a generic resource (`label` names it in messages): another one holds a unique value of it. */
   | { kind: 'item'; label: string };
@@ -42,6 +42,17 @@ export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): 
     );
   }
   return undefined;
+}
+
+/**
+ * Which of the rows one statement inserted has an id that exists: the only one, or the one
+ * PostgreSQL names (`Key (id)=(x) already exists.`; SQLite names no value). -1: not such a failure, or unknown.
+ */
+export function duplicateRow(err: unknown, dialect: Dialect, ids: readonly string[]): number {
+  if (!dialect.isUniqueViolation(err)) return -1;
+  if (ids.length === 1) return 0;
+  const id = /^Key \(id\)=\((.*)\) already exists/.exec((err as { detail?: string }).detail ?? '')?.[1];
+  return id === undefined ? -1 : ids.indexOf(id);
 }
 
 /** A unique violation as a message that names the column, never SQL. */

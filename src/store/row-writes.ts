@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type BatchOperation, type RowPatch, atOperation } from '../domain/row-requests.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { invalid, notFound } from '../errors.ts';
+import { HttpError, invalid, notFound } from '../errors.ts';
 import { rowExists } from './database-errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import { lockIds } from './row-locks.ts';
@@ -26,6 +26,13 @@ export class RowWriter {
   /** POST /rows-bulk: creates, or with upsert updates the rows whose id exists. */
   async bulkCreate(table: TableDef, inputs: RowCreate[], ctx: WriteContext): Promise<{ status: number; data: RawRow[] }> {
     if (inputs.length === 0) return { status: 201, data: [] };
+    if (inputs.every((x) => !x.upsert)) {
+      // Only creates: the primary key finds an id that exists, without reading first. Rows go in
+      // in order, so the first that exists fails the request, named by its index.
+      const items = inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values }));
+      const exists = (k: number, id: string) => rowExists(id).at(`data[${k}]`);
+      return { status: 201, data: await this.transaction((tx) => this.rows.insertMany(tx, table, items, ctx, exists)) };
+    }
 
     return this.transaction(async (tx) => {
       const given = inputs.map((x) => x.id).filter((id): id is string => id !== undefined);
@@ -160,21 +167,20 @@ export class RowWriter {
    */
   private async createMany(tx: Db, run: CreateOperation[], ctx: WriteContext): Promise<RawRow[]> {
     const { table } = run[0];
-    const given = run.map((op) => op.input.id).filter((id): id is string => id !== undefined);
-    const existing = given.length > 0 ? await this.rows.existing(tx, table, given) : new Set<string>();
+    // An id repeated within the run would fail on its second insert; named before anything is written.
     const seen = new Set<string>();
     for (const { index, input } of run) {
       if (input.id === undefined) continue;
-      if (existing.has(input.id) || seen.has(input.id)) {
-        throw atOperation(rowExists(input.id), index);
-      }
+      if (seen.has(input.id)) throw atOperation(rowExists(input.id), index);
       seen.add(input.id);
     }
+    const items = run.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values }));
     try {
-      return await this.rows.insertMany(tx, table, run.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values })), ctx);
+      // The first id that exists fails its insert, named by its operation's index.
+      return await this.rows.insertMany(tx, table, items, ctx, (k, id) => atOperation(rowExists(id), run[k].index));
     } catch (err) {
-      // Another writer inserted one of these ids meanwhile; the run's first operation answers for it.
-      throw atOperation(err, run[0].index);
+      // An error already naming its operation stands; anything else the run's first operation answers for.
+      throw err instanceof HttpError && err.extra?.index !== undefined ? err : atOperation(err, run[0].index);
     }
   }
 

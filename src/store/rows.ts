@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { invalid } from '../errors.ts';
-import { toHttpError } from './database-errors.ts';
+import { duplicateRow, rowExists, toHttpError } from './database-errors.ts';
 import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
@@ -233,21 +233,31 @@ export class RowStore {
   }
 
   /** Inserts new rows in multi-row statements; the caller has checked that no id exists. */
-  async insertMany(db: Db, table: TableDef, items: { id: string; values: Map<FieldDef, unknown> }[], ctx: WriteContext): Promise<RawRow[]> {
+  async insertMany(
+    db: Db,
+    table: TableDef,
+    items: { id: string; values: Map<FieldDef, unknown> }[],
+    ctx: WriteContext,
+    /** The error to answer when the k-th row's id exists (default: rowExists). */
+    exists: (k: number, id: string) => unknown = (_k, id) => rowExists(id),
+  ): Promise<RawRow[]> {
     const columns = this.columns(table);
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
     const perStatement = this.dialect.rowsPerInsert(columns.length);
-    try {
-      for (let i = 0; i < rows.length; i += perStatement) {
-        const chunk = rows.slice(i, i + perStatement);
-        // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
-        const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
-          d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
-        );
+    for (let i = 0; i < rows.length; i += perStatement) {
+      const chunk = rows.slice(i, i + perStatement);
+      // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
+      const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
+        d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+      );
+      try {
         await t.run(db, chunk.flat());
+      } catch (err) {
+        // An id that exists fails its statement; rows go in in order, so it is the first such.
+        const ids = items.slice(i, i + chunk.length).map((x) => x.id);
+        const k = duplicateRow(err, this.dialect, ids);
+        throw k >= 0 ? exists(i + k, ids[k]) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
       }
-    } catch (err) {
-      throw toHttpError(err, this.dialect, { kind: 'rows' }) ?? err;
     }
     this.wrote(table, rows.length);
     // The rows as the database would return them: the values as bound, which decode and render alike.
