@@ -63,7 +63,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {
     resourceRoutes(app, new ResourceStore(spec, database));
   }
-  const rows = { database, catalog: new TableCatalog(database), rows: new RowStore(database.dialect, database.statistics), secret: deps.secret, publicUrl: config.publicUrl };
+  const rows = { database, catalog: new TableCatalog(database), rows: new RowStore(database.dialect, database.statistics, database.runEach), secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
   exportRoutes(app, rows);

@@ -35,6 +35,12 @@ export interface Database {
    * every lookup, so cheap: see MetadataCache.
    */
   metadataVersion?(): number | undefined;
+  /**
+   * SQLite only: runs one statement once for each row of arguments, synchronously, on the main
+   * connection: inside the caller's transaction, a bulk insert without a trip through the query
+   * builder for every row. An error carries the index of the row that failed (`rowIndex`).
+   */
+  runEach?(sql: string, rows: readonly (readonly unknown[])[]): void;
 }
 
 export interface DatabaseOptions {
@@ -135,7 +141,8 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   sameSemantics(raw);
-  const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(raw, () => forgetVersion()) }) });
+  const main = withStatementCache(raw, () => forgetVersion());
+  const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: main }) });
   // Reads outside transactions go to a read-only connection of their own (WAL lets it read while
   // the main connection writes): they neither wait behind a write transaction nor see its work.
   // A second connection to :memory: would be another database, so that one reads in line.
@@ -188,6 +195,16 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
     db,
     dialect: sqliteDialect,
     statistics,
+    runEach(source, rows) {
+      const statement = main.prepare(source);
+      rows.forEach((row, rowIndex) => {
+        try {
+          statement.run(row);
+        } catch (err) {
+          throw Object.assign(err as Error, { rowIndex });
+        }
+      });
+    },
     ping: async () => {
       await sql`select 1`.execute(db);
     },

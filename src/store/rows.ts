@@ -50,6 +50,8 @@ export class RowStore {
   constructor(
     private readonly dialect: Dialect,
     private readonly statistics?: PlannerStatistics,
+    /** Database.runEach, where there is one (SQLite). */
+    private readonly runEach?: Database['runEach'],
   ) {}
 
   /** Row writes move the planner's statistics; counted when made (a rollback only makes a refresh come early). */
@@ -244,19 +246,30 @@ export class RowStore {
     const columns = this.columns(table);
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
     const perStatement = this.dialect.rowsPerInsert(columns.length);
-    for (let i = 0; i < rows.length; i += perStatement) {
-      const chunk = rows.slice(i, i + perStatement);
-      // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
-      const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
-        d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
-      );
+    if (perStatement === 1 && this.runEach && db.isTransaction) {
+      // In a transaction on SQLite: the same statement run for each row, without the query builder.
+      const t = this.template(db, table, 'insert-many:1', (d, arg) => d.insertInto(table.physical).values(Object.fromEntries(columns.map((c, k) => [c, arg(k)]))));
       try {
-        await t.run(db, chunk.flat());
+        this.runEach(t.with([]).sql, rows);
       } catch (err) {
-        // An id that exists fails its statement; rows go in in order, so it is the first such.
-        const ids = items.slice(i, i + chunk.length).map((x) => x.id);
-        const k = duplicateRow(err, this.dialect, ids);
-        throw k >= 0 ? exists(i + k, ids[k]) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+        const k = (err as { rowIndex?: number }).rowIndex;
+        throw k !== undefined && this.dialect.isUniqueViolation(err) ? exists(k, items[k].id) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+      }
+    } else {
+      for (let i = 0; i < rows.length; i += perStatement) {
+        const chunk = rows.slice(i, i + perStatement);
+        // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
+        const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
+          d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+        );
+        try {
+          await t.run(db, chunk.flat());
+        } catch (err) {
+          // An id that exists fails its statement; rows go in in order, so it is the first such.
+          const ids = items.slice(i, i + chunk.length).map((x) => x.id);
+          const k = duplicateRow(err, this.dialect, ids);
+          throw k >= 0 ? exists(i + k, ids[k]) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+        }
       }
     }
     this.wrote(table, rows.length);
