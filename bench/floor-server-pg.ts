@@ -25,6 +25,9 @@ app.get('/after', async (req) => {
 app.get('/paid', async () => ({
   data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc, id desc limit $3`, ['paid', 5000, 51]),
 }));
+// As the service writes them: nulls last, which PostgreSQL must be told for a descending order.
+app.get('/byAmount', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.amount} desc nulls last, id desc limit $1`, [51]) }));
+app.get('/byQuantity', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.quantity} desc nulls last, id desc limit $1`, [51]) }));
 app.get('/rows/:id', async (req, reply) => {
   const [row] = await rows(`select ${all} from ${t} where id = $1`, [(req.params as { id: string }).id]);
   return row ?? reply.status(404).send({ statusCode: 404 });

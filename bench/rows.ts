@@ -51,6 +51,8 @@ const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const paidPath =
   `/api/tables/bench/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
   `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
+const sortedBy = (code: string) =>
+  `/api/tables/bench/rows?sort=${q([{ [code]: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
 let n = 0;
 const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
 const createBody = () => JSON.stringify({ values: { title: `bench ${n++}`, amount: (n % 10000) + 0.5 } });
@@ -61,6 +63,8 @@ const workloads: [string, LoadRequest, LoadRequest][] = [
   ['first page', { path: '/api/tables/bench/rows', headers: auth }, { path: '/first' }],
   ['paid, amount > 5000, amount desc', { path: paidPath, headers: auth }, { path: '/paid' }],
   [`page at row ${DEEP} by cursor`, { path: deepPath, headers: auth }, { path: floorDeep }],
+  ['amount desc (indexed)', { path: sortedBy('amount'), headers: auth }, { path: '/byAmount' }],
+  ['quantity desc (no index)', { path: sortedBy('quantity'), headers: auth }, { path: '/byQuantity' }],
   ['get by id', { path: () => `/api/tables/bench/rows/${someId()}`, headers: auth }, { path: () => `/rows/${someId()}` }],
   ['create', { method: 'POST', path: '/api/tables/bench/rows', body: createBody, headers: auth }, { method: 'POST', path: '/rows', body: createBody }],
   ['patch', { method: 'PATCH', path: () => `/api/tables/bench/rows/${someId()}`, body: patchBody, headers: auth }, { method: 'PATCH', path: () => `/rows/${someId()}`, body: patchBody }],
