@@ -40,8 +40,20 @@ export const SYSTEM_COLUMNS: Record<string, RowColumn> = Object.fromEntries(
 
 export const isSystemColumn = (key: string): boolean => Object.hasOwn(SYSTEM_COLUMNS, key);
 
+/** Ids already written as hex: a bulk write names each field's column once per row. */
+const hexOf = new Map<string, string>();
+
 /** An id as it appears in physical names: its 32 hex digits. */
-export const idHex = (uuid: string) => uuid.replace(/-/g, '').toLowerCase();
+export function idHex(uuid: string): string {
+  let hex = hexOf.get(uuid);
+  if (hex === undefined) {
+    hex = uuid.replace(/-/g, '').toLowerCase();
+    // Ids of tables and fields, so few; bounded all the same.
+    if (hexOf.size >= 100_000) hexOf.clear();
+    hexOf.set(uuid, hex);
+  }
+  return hex;
+}
 
 /** The physical column of a field: from its id, so renaming a code touches only metadata. */
 export const fieldColumn = (fieldId: string) => `f_${idHex(fieldId)}`;
