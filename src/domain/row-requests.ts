@@ -11,7 +11,7 @@ import { type RowCreate, type RowValues, checkRowCreate, checkRowPatch, throwIfI
  */
 
 /** At most this many items in one bulk request or batch. */
-export const MAX_ITEMS = 1000;
+const MAX_ITEMS = 1000;
 
 /** A partial update of a row the body names. */
 export type RowPatch = RowValues & { id: string };

@@ -216,7 +216,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
     ...(file === ':memory:'
       ? {}
       : {
-          // The counter migration 4's triggers bump: seen on the next read after any commit, by any process.
+          // The counter migration 4's triggers bump (see versionSeen for when it is read again).
           metadataVersion: () => {
             if (versionSeen !== undefined) return versionSeen;
             try {

@@ -234,41 +234,43 @@ export class RowStore {
     return found;
   }
 
-  /** Inserts new rows in multi-row statements; the caller has checked that no id exists. */
+  /**
+   * Inserts new rows, in order, in one statement per `dialect.rowsPerInsert` rows (each compiled
+   * once per table version and number of rows: building a query that binds 14,000 values anew cost
+   * more than running it). The first row whose id exists fails the insert with `exists(k, id)`.
+   */
   async insertMany(
     db: Db,
     table: TableDef,
     items: { id: string; values: Map<FieldDef, unknown> }[],
     ctx: WriteContext,
-    /** The error to answer when the k-th row's id exists (default: rowExists). */
     exists: (k: number, id: string) => unknown = (_k, id) => rowExists(id),
   ): Promise<RawRow[]> {
     const columns = this.columns(table);
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
+    const statement = (n: number) =>
+      this.template(db, table, `insert-many:${n}`, (d, arg) =>
+        d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+      );
+    /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
+    const failure = (err: unknown, from: number, k: number) =>
+      k >= 0 ? exists(from + k, items[from + k].id) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
     const perStatement = this.dialect.rowsPerInsert(columns.length);
     if (perStatement === 1 && this.runEach && db.isTransaction) {
-      // In a transaction on SQLite: the same statement run for each row, without the query builder.
-      const t = this.template(db, table, 'insert-many:1', (d, arg) => d.insertInto(table.physical).values(Object.fromEntries(columns.map((c, k) => [c, arg(k)]))));
+      // In a transaction on SQLite: the one statement run for each row, without the query builder.
       try {
-        this.runEach(t.with([]).sql, rows);
+        this.runEach(statement(1).with([]).sql, rows);
       } catch (err) {
         const k = (err as { rowIndex?: number }).rowIndex;
-        throw k !== undefined && this.dialect.isUniqueViolation(err) ? exists(k, items[k].id) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+        throw failure(err, 0, k !== undefined && this.dialect.isUniqueViolation(err) ? k : -1);
       }
     } else {
       for (let i = 0; i < rows.length; i += perStatement) {
         const chunk = rows.slice(i, i + perStatement);
-        // Compiled once per table version and number of rows: a bulk of 1,000 binds 14,000 values, and building that query anew each time cost more than running it.
-        const t = this.template(db, table, `insert-many:${chunk.length}`, (d, arg) =>
-          d.insertInto(table.physical).values(chunk.map((_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
-        );
         try {
-          await t.run(db, chunk.flat());
+          await statement(chunk.length).run(db, chunk.flat());
         } catch (err) {
-          // An id that exists fails its statement; rows go in in order, so it is the first such.
-          const ids = items.slice(i, i + chunk.length).map((x) => x.id);
-          const k = duplicateRow(err, this.dialect, ids);
-          throw k >= 0 ? exists(i + k, ids[k]) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+          throw failure(err, i, duplicateRow(err, this.dialect, items.slice(i, i + chunk.length).map((x) => x.id)));
         }
       }
     }
