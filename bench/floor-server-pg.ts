@@ -52,15 +52,18 @@ app.patch('/rows/:id', async (req) => {
 /** A dataset value as its column takes it: objects and arrays as JSON text. */
 const encode = (v: unknown) => (v === undefined ? null : typeof v === 'object' && v !== null ? JSON.stringify(v) : v);
 
-/** Inserts whole dataset rows into one table with one multi-row statement. */
-async function insertRows(client: pg.PoolClient, table: FloorTable, items: { id?: string; values: Record<string, unknown> }[], now: string): Promise<void> {
+/**
+ * Inserts whole dataset rows into one table with one multi-row statement. Answers them as bound
+ * (column → value), as the API answers the rows it wrote (the service does not read them back either).
+ */
+async function insertRows(client: pg.PoolClient, table: FloorTable, items: { id?: string; values: Record<string, unknown> }[], now: string): Promise<Record<string, unknown>[]> {
   const codes = Object.keys(table.columns);
+  const names = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...Object.values(table.columns)];
   const params: unknown[] = [];
-  const tuples = items.map((it) => {
-    const row = [it.id ?? crypto.randomUUID(), now, now, 'floor', 'floor', ...codes.map((k) => encode(it.values[k]))];
-    return `(${row.map((v) => `$${params.push(v)}`).join(', ')})`;
-  });
-  await client.query(`insert into ${table.physical} (id, created_at, updated_at, created_by, updated_by, ${Object.values(table.columns).join(', ')}) values ${tuples.join(', ')}`, params);
+  const bound = items.map((it) => [it.id ?? crypto.randomUUID(), now, now, 'floor', 'floor', ...codes.map((k) => encode(it.values[k]))]);
+  const tuples = bound.map((row) => `(${row.map((v) => `$${params.push(v)}`).join(', ')})`);
+  await client.query(`insert into ${table.physical} (${names.join(', ')}) values ${tuples.join(', ')}`, params);
+  return bound.map((row) => Object.fromEntries(names.map((n, k) => [n, row[k]])));
 }
 
 async function inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -80,32 +83,39 @@ async function inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Pr
 
 app.post('/bulk', async (req, reply) => {
   const items = (req.body as { data: { id?: string; values: Record<string, unknown> }[] }).data;
-  await inTransaction((client) => insertRows(client, tables[0], items, new Date().toISOString()));
-  return reply.status(201).send({ data: items.map((it) => ({ id: it.id })) });
+  const written = await inTransaction((client) => insertRows(client, tables[0], items, new Date().toISOString()));
+  return reply.status(201).send({ data: written });
 });
 
 /** Operations as /api/rows-batch takes them, with tableId an index into FLOOR_TABLES; a run of creates in one table is one insert. */
 app.post('/batch', async (req) => {
   const ops = (req.body as { operations: { type: string; tableId: number; id?: string; values?: Record<string, unknown> }[] }).operations;
   const now = new Date().toISOString();
+  const out: { type: string; row: unknown }[] = [];
   await inTransaction(async (client) => {
     for (let i = 0; i < ops.length; ) {
       const op = ops[i];
       if (op.type === 'create') {
         let j = i;
         while (j < ops.length && ops[j].type === 'create' && ops[j].tableId === op.tableId) j++;
-        await insertRows(client, tables[op.tableId], ops.slice(i, j).map((o) => ({ id: o.id, values: o.values ?? {} })), now);
+        const written = await insertRows(client, tables[op.tableId], ops.slice(i, j).map((o) => ({ id: o.id, values: o.values ?? {} })), now);
+        for (const row of written) out.push({ type: 'create', row });
         i = j;
         continue;
       }
       const { physical, columns } = tables[op.tableId];
       if (op.type === 'update') {
-        await client.query(`update ${physical} set ${columns.amount} = $1, updated_at = $2 where id = $3`, [Object.values(op.values ?? {})[0] ?? null, now, op.id]);
-      } else await client.query(`delete from ${physical} where id = $1`, [op.id]);
+        const cols = `id, created_at, updated_at, created_by, updated_by, ${Object.values(columns).join(', ')}`;
+        const { rows: [row] } = await client.query(`update ${physical} set ${columns.amount} = $1, updated_at = $2 where id = $3 returning ${cols}`, [Object.values(op.values ?? {})[0] ?? null, now, op.id]);
+        out.push({ type: 'update', row });
+      } else {
+        await client.query(`delete from ${physical} where id = $1`, [op.id]);
+        out.push({ type: 'delete', row: null });
+      }
       i++;
     }
   });
-  return { data: ops.map((op) => ({ type: op.type })) };
+  return { data: out };
 });
 
 /** The whole table as comma-joined lines, read in keyset chunks of 500 rows, as the service reads it. */

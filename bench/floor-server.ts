@@ -29,16 +29,23 @@ const byQuantity = db.prepare(`select ${all} from ${t} order by ${c.quantity} de
 const byId = db.prepare(`select ${all} from ${t} where id = ?`);
 const update = db.prepare(`update ${t} set ${c.amount} = ?, updated_at = ? where id = ?`);
 
-/** Inserts of whole dataset rows, per table: values in the column order of `columns`. */
+/**
+ * Inserts of whole dataset rows, per table: values in the column order of `columns`. Each answers
+ * its row as bound (column → value), as the API answers the rows it wrote without reading them back.
+ */
 const inserters = tables.map(({ physical, columns }) => {
   const codes = Object.keys(columns);
-  const stmt = db.prepare(
-    `insert into ${physical} (id, created_at, updated_at, created_by, updated_by, ${Object.values(columns).join(', ')}) values (${Array(5 + codes.length).fill('?').join(', ')})`,
-  );
-  return (id: string, now: string, values: Record<string, unknown>) =>
-    stmt.run(id, now, now, 'floor', 'floor', ...codes.map((k) => encode(values[k])));
+  const names = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...Object.values(columns)];
+  const stmt = db.prepare(`insert into ${physical} (${names.join(', ')}) values (${Array(names.length).fill('?').join(', ')})`);
+  return (id: string, now: string, values: Record<string, unknown>) => {
+    const row = [id, now, now, 'floor', 'floor', ...codes.map((k) => encode(values[k]))];
+    stmt.run(row);
+    return Object.fromEntries(names.map((n, k) => [n, row[k]]));
+  };
 });
-const updaters = tables.map(({ physical, columns }) => db.prepare(`update ${physical} set ${columns.amount ?? columns[Object.keys(columns)[0]]} = ?, updated_at = ? where id = ?`));
+const updaters = tables.map(({ physical, columns }) =>
+  db.prepare(`update ${physical} set ${columns.amount ?? columns[Object.keys(columns)[0]]} = ?, updated_at = ? where id = ? returning id, created_at, updated_at, created_by, updated_by, ${Object.values(columns).join(', ')}`),
+);
 const deleters = tables.map(({ physical }) => db.prepare(`delete from ${physical} where id = ?`));
 
 function encode(v: unknown): unknown {
@@ -76,22 +83,18 @@ app.patch('/rows/:id', async (req) => {
 app.post('/bulk', async (req, reply) => {
   const items = (req.body as { data: { id?: string; values: Record<string, unknown> }[] }).data;
   const now = new Date().toISOString();
-  const ids = db.transaction(() => items.map((it) => {
-    const id = it.id ?? crypto.randomUUID();
-    inserters[0](id, now, it.values);
-    return id;
-  }))();
-  return reply.status(201).send({ data: ids.map((id) => ({ id })) });
+  const written = db.transaction(() => items.map((it) => inserters[0](it.id ?? crypto.randomUUID(), now, it.values)))();
+  return reply.status(201).send({ data: written });
 });
 /** Operations as /api/rows-batch takes them, with tableId an index into FLOOR_TABLES. */
 app.post('/batch', async (req) => {
   const ops = (req.body as { operations: { type: string; tableId: number; id?: string; values?: Record<string, unknown> }[] }).operations;
   const now = new Date().toISOString();
   const out = db.transaction(() => ops.map((op) => {
-    if (op.type === 'create') inserters[op.tableId](op.id ?? crypto.randomUUID(), now, op.values ?? {});
-    else if (op.type === 'update') updaters[op.tableId].run(Object.values(op.values ?? {})[0] ?? null, now, op.id);
-    else deleters[op.tableId].run(op.id);
-    return { type: op.type };
+    if (op.type === 'create') return { type: op.type, row: inserters[op.tableId](op.id ?? crypto.randomUUID(), now, op.values ?? {}) };
+    if (op.type === 'update') return { type: op.type, row: updaters[op.tableId].get(Object.values(op.values ?? {})[0] ?? null, now, op.id) };
+    deleters[op.tableId].run(op.id);
+    return { type: op.type, row: null };
   }))();
   return { data: out };
 });

@@ -5,6 +5,7 @@
 //   node --import tsx bench/profile.ts [get|first|paid|patch|bulk] [seconds=5]      (BENCH_DATABASE=postgres too)
 import fs from 'node:fs';
 import os from 'node:os';
+import { SourceMap, type SourceMapping } from 'node:module';
 import path from 'node:path';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
@@ -18,7 +19,7 @@ const N = 20_000;
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 interface Profile {
@@ -37,6 +38,15 @@ function moduleOf(url: string): string {
   return local.startsWith(ROOT) ? path.relative(ROOT, local) : local;
 }
 
+/** The build is one bundle (dist/cli.js): its frames are placed back in their sources through its source map. */
+const BUNDLE = path.join(ROOT, 'dist/cli.js');
+const bundleMap = fs.existsSync(BUNDLE + '.map') ? new SourceMap(JSON.parse(fs.readFileSync(BUNDLE + '.map', 'utf8'))) : null;
+function source(frame: ProfileNode['callFrame']): { url: string; line: number } {
+  const entry = (frame.url.endsWith(BUNDLE) ? bundleMap?.findEntry(frame.lineNumber, frame.columnNumber) : undefined) as Partial<SourceMapping> | undefined;
+  if (!entry?.originalSource || entry.originalLine === undefined) return { url: frame.url, line: frame.lineNumber };
+  return { url: path.resolve(path.dirname(BUNDLE), entry.originalSource), line: entry.originalLine };
+}
+
 function summarise(profile: Profile): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfMs = new Map<number, number>();
@@ -45,8 +55,10 @@ function summarise(profile: Profile): void {
   const modules = new Map<string, number>();
   const functions = new Map<string, number>();
   for (const [id, ms] of selfMs) {
-    const { functionName, url, lineNumber } = (byId.get(id) as ProfileNode).callFrame;
+    const frame = (byId.get(id) as ProfileNode).callFrame;
+    const { functionName } = frame;
     if (functionName === '(idle)') continue;
+    const { url, line: lineNumber } = source(frame);
     const mod = moduleOf(url);
     modules.set(mod, (modules.get(mod) ?? 0) + ms);
     const fn = `${functionName || '(anonymous)'}  ${mod}:${lineNumber + 1}`;

@@ -6,9 +6,10 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\
 /** Years 0001 to 9999: what both databases store (PostgreSQL has no year 0). */
 function isCalendarDate(year: number, month: number, day: number): boolean {
   if (year < 1 || month < 1 || month > 12 || day < 1) return false;
-  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  return day <= days;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 ? (leap ? 29 : 28) : DAYS_IN_MONTH[month - 1]);
 }
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /** `YYYY-MM-DD` naming a real day. */
 export function isDate(s: string): boolean {
@@ -33,6 +34,8 @@ export function isYearMonth(s: string): boolean {
 export function normaliseDateTime(s: string): string | null {
   const m = DATE_TIME.exec(s);
   if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) return null;
+  // Already in the normal form (what this service writes and exports): nothing to convert.
+  if (s.length === 24 && m[7]?.length === 3 && m[8] === 'Z' && s[10] === 'T') return s;
   const t = Date.parse(s);
   if (Number.isNaN(t)) return null;
   const iso = new Date(t).toISOString();

@@ -21,38 +21,47 @@ export interface RowCreate extends RowValues {
   upsert: boolean;
 }
 
+const requiredByFields = new WeakMap<FieldDef[], FieldDef[]>();
+/** The required fields of a table version (its field list is never changed in place). */
+function requiredFields(table: FieldLookup): FieldDef[] {
+  let list = requiredByFields.get(table.fields);
+  if (!list) requiredByFields.set(table.fields, (list = table.fields.filter((f) => f.required)));
+  return list;
+}
+
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
 function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
-  // Fields given with a wrong value are reported for that value, not again as missing.
-  const given = new Set<string>();
   if (!isObject(raw)) {
     details.push({ path: prefix, message: 'must be an object mapping field codes to values' });
     return { values, missingRequired: [] };
   }
-  for (const [code, value] of Object.entries(raw)) {
-    const path = `${prefix}.${code}`;
+  // Fields given with a wrong value are reported for that value, not again as missing.
+  let requiredGiven = 0;
+  for (const code in raw) {
+    const value = raw[code];
     const field = table.fieldsByCode.get(code);
     if (!field) {
-      details.push({ path, message: 'is not a field of this table' });
+      details.push({ path: `${prefix}.${code}`, message: 'is not a field of this table' });
       continue;
     }
-    given.add(code);
-    const bad = unstorableTextAt(value, path);
+    if (field.required) requiredGiven++;
+    const bad = unstorableTextAt(value, `${prefix}.${code}`);
     if (bad !== null) {
       details.push({ path: bad, message: UNSTORABLE_TEXT });
       continue;
     }
     if (value === null) {
-      if (field.required) details.push({ path, message: 'is required and cannot be null' });
+      if (field.required) details.push({ path: `${prefix}.${code}`, message: 'is required and cannot be null' });
       else values.set(field, null);
       continue;
     }
     const parsed = fieldType(field.type).parse(value, field);
     if (parsed.ok) values.set(field, parsed.value);
-    else details.push({ path, message: parsed.message });
+    else details.push({ path: `${prefix}.${code}`, message: parsed.message });
   }
-  return { values, missingRequired: table.fields.filter((f) => f.required && !given.has(f.code)) };
+  const all = requiredFields(table);
+  return { values, missingRequired: requiredGiven === all.length ? [] : all.filter((f) => !Object.hasOwn(raw, f.code)) };
 }
 
 export function missingDetails(missing: FieldDef[], prefix: string): ErrorDetail[] {

@@ -8,17 +8,23 @@ const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
 
 /** The path of the first string in a JSON value (keys included) that cannot be stored as given, or null. */
 export function unstorableTextAt(v: unknown, path: string): string | null {
-  if (typeof v === 'string') return storable(v) ? null : path;
+  const below = firstUnstorable(v);
+  return below === null ? null : path + below;
+}
+
+/** Where under `v` the first unstorable string is, as a path suffix ('' for `v` itself), or null. */
+function firstUnstorable(v: unknown): string | null {
+  if (typeof v === 'string') return storable(v) ? null : '';
   if (Array.isArray(v)) {
-    for (const [i, e] of v.entries()) {
-      const at = unstorableTextAt(e, `${path}[${i}]`);
-      if (at !== null) return at;
+    for (let i = 0; i < v.length; i++) {
+      const at = firstUnstorable(v[i]);
+      if (at !== null) return `[${i}]${at}`;
     }
   } else if (typeof v === 'object' && v !== null) {
-    for (const [k, e] of Object.entries(v)) {
-      if (!storable(k)) return path;
-      const at = unstorableTextAt(e, `${path}.${k}`);
-      if (at !== null) return at;
+    for (const k in v) {
+      if (!storable(k)) return '';
+      const at = firstUnstorable((v as Record<string, unknown>)[k]);
+      if (at !== null) return `.${k}${at}`;
     }
   }
   return null;

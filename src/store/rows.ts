@@ -34,10 +34,13 @@ export interface RowRecord {
 export type RawRow = Record<string, unknown>;
 
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
+if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
 interface TableCodec {
   columns: string[];
   fields: { code: string; column: string; type: FieldType }[];
+  /** Each field's place in `columns`, by field id. */
+  place: Map<string, number>;
   /** Compiled statements of this table version, by purpose. */
   templates: Map<string, QueryTemplate>;
 }
@@ -63,7 +66,8 @@ export class RowStore {
     let codec = this.codecs.get(table);
     if (!codec) {
       const fields = table.fields.map((f) => ({ code: f.code, column: fieldColumn(f.id), type: fieldType(f.type) }));
-      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields, templates: new Map() };
+      const place = new Map(table.fields.map((f, i) => [f.id, SYSTEM.length + i]));
+      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields, place, templates: new Map() };
       this.codecs.set(table, codec);
     }
     return codec;
@@ -81,11 +85,20 @@ export class RowStore {
     return t;
   }
 
-  /** The full row (every column, fields left out null) as the insert statement binds it. */
   /** A new row as it is inserted: every column in `columns(table)` order, a field left out null. */
   private newRow(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
-    const raw: RawRow = { id, created_at: ctx.now, updated_at: ctx.now, created_by: ctx.memberId, updated_by: ctx.memberId, ...this.encode(values) };
-    return this.columns(table).map((c) => raw[c] ?? null);
+    const { columns, fields, place } = this.codec(table);
+    const row: unknown[] = new Array(columns.length).fill(null);
+    // The system columns, in SYSTEM order (checked where SYSTEM is defined).
+    row[0] = id;
+    row[1] = row[2] = ctx.now;
+    row[3] = row[4] = ctx.memberId;
+    for (const [f, v] of values) {
+      const k = place.get(f.id);
+      if (k === undefined) throw new Error(`field ${f.code} is not a field of table ${table.id}`);
+      if (v !== null) row[k] = fields[k - SYSTEM.length].type.toDb(v, this.dialect);
+    }
+    return row;
   }
 
   private insertTemplate(db: Db, table: TableDef, ifAbsent: boolean): QueryTemplate {
@@ -276,7 +289,11 @@ export class RowStore {
     }
     this.wrote(table, rows.length);
     // The rows as the database would return them: the values as bound, which decode and render alike.
-    return rows.map((row) => Object.fromEntries(columns.map((c, k) => [c, row[k]])));
+    return rows.map((row) => {
+      const raw: RawRow = {};
+      for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
+      return raw;
+    });
   }
 
   async deleteMany(db: Db, table: TableDef, ids: string[]): Promise<void> {
