@@ -8,6 +8,9 @@ import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
 import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
+import { fileRoutes } from './http/file-routes.ts';
+import { Files } from './files/files.ts';
+import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
@@ -20,6 +23,13 @@ import { RowWriter } from './store/row-writes.ts';
 import { RowStore } from './store/rows.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** File attachments, for the sweeper (server.ts) and tests. */
+    files: Files;
+  }
+}
+
 export interface AppDeps {
   config: Config;
   database: Database;
@@ -27,6 +37,8 @@ export interface AppDeps {
   secret: string;
   /** false silences the request log (tests). */
   logger?: boolean;
+  /** File attachments over a storage of the caller's (tests); by default config.storage's. */
+  files?: Files;
 }
 
 /** The whole HTTP service: auth, the one error format, and every route. */
@@ -60,13 +72,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installWriteQueryRule(app);
   healthRoutes(app, database);
 
-  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect)]) {
+  const files =
+    deps.files ??
+    new Files(database, await openStorage(config.storage), {
+      secret: deps.secret,
+      publicUrl: config.publicUrl,
+      maxFileBytes: config.maxFileBytes,
+      uploadTtlSeconds: config.uploadTtlSeconds,
+      warn: (message) => app.log.warn(message),
+    });
+  app.decorate('files', files);
+  app.addHook('onClose', () => files.close());
+
+  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, files)]) {
     resourceRoutes(app, new ResourceStore(spec, database));
   }
-  const rows = { database, catalog: new TableCatalog(database), rows: new RowStore(database.dialect, database.statistics, database.runEach), secret: deps.secret, publicUrl: config.publicUrl };
+  const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files);
+  const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
   exportRoutes(app, rows);
+  fileRoutes(app, rows);
   await app.ready();
   return app;
 }

@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   too_many_columns: 400,
   /** No X-API-Key, or one that is unknown, revoked or expired. */
   unauthorized: 401,
+  /** A signed file URL that was altered, or has expired. */
+  bad_signature: 403,
   /** No such route, table, row or item. */
   not_found: 404,
   /** A row with that id exists. */
@@ -27,6 +29,8 @@ export const ERROR_CODES = {
   in_use: 409,
   /** The table's fields changed while the request ran: sending it again will do. */
   schema_changed: 409,
+  /** An upload to a file that is attached to a row: its bytes cannot change. */
+  file_attached: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

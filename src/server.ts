@@ -12,6 +12,21 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Deletes uploads never attached once older than the TTL, and the bytes of released files a
+ * crash left behind: at start and then every minute (more often for a TTL under two minutes).
+ * Every instance sweeps; the claims in rh_files make each file deleted once.
+ */
+function sweepFiles(app: FastifyInstance, config: Config): NodeJS.Timeout {
+  const sweep = () => {
+    app.files.sweep().catch((err) => app.log.warn(`sweeping files: ${(err as Error).message}`));
+  };
+  sweep();
+  const timer = setInterval(sweep, Math.min(60, Math.max(1, config.uploadTtlSeconds / 2)) * 1000);
+  timer.unref();
+  return timer;
+}
+
 /** Opens the database, migrates, bootstraps, and serves until stopped. */
 export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
   const database = await openDatabase(config.databaseUrl);
@@ -26,11 +41,13 @@ export async function startServer(config: Config, out: (line: string) => void = 
     }
     const app = await buildApp({ config, database, secret: boot.secret });
     await app.listen({ port: config.port, host: config.host });
+    const sweeper = sweepFiles(app, config);
     out(`Rowhouse is listening on ${config.publicUrl} (database: ${database.dialect.name})`);
 
     let stopping: Promise<void> | null = null;
     const stop = () => {
       stopping ??= (async () => {
+        clearInterval(sweeper);
         const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownTimeoutMs);
         force.unref();
         try {

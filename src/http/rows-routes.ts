@@ -3,8 +3,10 @@ import { signCursor } from '../domain/cursor.ts';
 import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
 import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
 import { notFound } from '../errors.ts';
-import { type Database, inTransaction } from '../store/database.ts';
-import type { RowStore } from '../store/rows.ts';
+import { type Database, type Db, inTransaction } from '../store/database.ts';
+import type { FileLinks } from '../domain/field-types/file.ts';
+import type { Files } from '../files/files.ts';
+import type { RawRow, RowStore } from '../store/rows.ts';
 import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
 import { JSON_TYPE, recordJson, recordsJson } from '../render/row-json.ts';
@@ -13,8 +15,22 @@ export interface RowsDeps {
   database: Database;
   catalog: TableCatalog;
   rows: RowStore;
+  files: Files;
   secret: string;
   publicUrl: string;
+}
+
+/** How to sign the download URLs of the file values in rows about to be rendered (none without file fields). */
+export async function linksFor(deps: RowsDeps, rows: readonly { table: TableDef; row: RawRow | null }[]): Promise<FileLinks | undefined> {
+  const withFiles = rows.filter((r): r is { table: TableDef; row: RawRow } => r.row !== null && r.table.hasFiles);
+  return withFiles.length > 0 ? deps.files.links(withFiles) : undefined;
+}
+
+const rowsOf = (table: TableDef, rows: readonly RawRow[]) => rows.map((row) => ({ table, row }));
+
+/** A single-row write: in a transaction of its own where the table's files need one, else as one statement. */
+export function singleWrite<T>(deps: RowsDeps, table: TableDef, oneStatement: boolean, work: (db: Db) => Promise<T>): Promise<T> {
+  return oneStatement && !deps.rows.needsTransaction(table) ? work(deps.database.db) : inTransaction(deps.database, work);
 }
 
 type TableParams = { Params: { table: string } };
@@ -43,14 +59,15 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
       nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${nextPageQuery(q, signCursor(deps.secret, q.binding, page.next))}`;
       reply.header('link', `<${nextUrl}>; rel="next"`);
     }
-    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, page.rows, database.dialect)},"nextUrl":${JSON.stringify(nextUrl)}}`);
+    const links = await linksFor(deps, rowsOf(table, page.rows));
+    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, page.rows, database.dialect, links)},"nextUrl":${JSON.stringify(nextUrl)}}`);
   });
 
   app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const raw = await rows.get(database.db, table, request.params.rowId);
     if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    return reply.type(JSON_TYPE).send(recordJson(table, raw, database.dialect));
+    return reply.type(JSON_TYPE).send(recordJson(table, raw, database.dialect, await linksFor(deps, [{ table, row: raw }])));
   });
 
   app.post<TableParams>(base, async (request, reply) => {
@@ -58,25 +75,29 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     const input = parseRowCreate(request.body, table);
     const ctx = writeContext(request);
     // An upsert in steps reads, then writes: one transaction, so no other writer comes between.
-    const result = rows.createIsOneStatement(input)
-      ? await rows.create(database.db, table, input, ctx)
-      : await inTransaction(database, (tx) => rows.create(tx, table, input, ctx));
-    return reply.status(result.created ? 201 : 200).type(JSON_TYPE).send(recordJson(table, result.row, database.dialect));
+    const result = await singleWrite(deps, table, rows.createIsOneStatement(input), (db) => rows.create(db, table, input, ctx));
+    const links = await linksFor(deps, [{ table, row: result.row }]);
+    return reply.status(result.created ? 201 : 200).type(JSON_TYPE).send(recordJson(table, result.row, database.dialect, links));
   });
 
   app.patch<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const input = parseRowPatch(request.body, table);
-    const row = await rows.update(database.db, table, request.params.rowId, input.values, writeContext(request));
-    if (!row) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    return reply.type(JSON_TYPE).send(recordJson(table, row, database.dialect));
+    const ctx = writeContext(request);
+    const row = await singleWrite(deps, table, true, async (db) => {
+      const updated = await rows.update(db, table, request.params.rowId, input.values, ctx);
+      if (!updated) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+      return updated;
+    });
+    return reply.type(JSON_TYPE).send(recordJson(table, row, database.dialect, await linksFor(deps, [{ table, row }])));
   });
 
   app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
-    if (!(await rows.delete(database.db, table, request.params.rowId))) {
-      throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    }
+    const ctx = writeContext(request);
+    await singleWrite(deps, table, true, async (db) => {
+      if (!(await rows.delete(db, table, request.params.rowId, ctx))) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+    });
     return reply.status(204).send();
   });
 }

@@ -1,4 +1,5 @@
 import type { FieldType } from '../domain/field-types/field-type.ts';
+import type { FileLinks } from '../domain/field-types/file.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
@@ -33,12 +34,18 @@ function fieldWriters(table: TableDef): FieldWriter[] {
   return w;
 }
 
-/** One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping. */
-export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect): string {
+/**
+ * One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping.
+ * `links` signs the download URLs of file values (Files.links); a table with file fields needs it.
+ */
+export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks): string {
   let values = '';
   for (const { key, column, type } of fieldWriters(table)) {
     const v = raw[column];
-    const text = v === null || v === undefined ? 'null' : type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
+    let text: string;
+    if (v === null || v === undefined) text = 'null';
+    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id as string)));
+    else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
   }
   return (
@@ -48,17 +55,17 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect): stri
 }
 
 /** Records as a JSON array's text. */
-export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect): string {
+export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks): string {
   let out = '[';
-  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect);
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect, links);
   return `${out}]`;
 }
 
 /** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */
-export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect): string {
+export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect, links?: FileLinks): string {
   let out = '{"data":[';
   results.forEach(({ type, table, row }, i) => {
-    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect)}}`;
+    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect, links)}}`;
   });
   return `${out}]}`;
 }

@@ -66,14 +66,34 @@ const MAX_ATTEMPTS = 5;
  */
 export async function inTransaction<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    const committed: (() => void)[] = [];
     try {
-      return await database.db.transaction().execute(work);
+      const result = await database.db.transaction().execute((tx) => {
+        afterCommits.set(tx, committed);
+        return work(tx);
+      });
+      for (const then of committed) then();
+      return result;
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !database.dialect.isRetryable(err)) throw err;
       // A moment's random wait, so the two that collided do not collide again at once.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
   }
+}
+
+const afterCommits = new WeakMap<Db, (() => void)[]>();
+
+/**
+ * Runs `then` once the transaction `tx` has committed (never after a rollback); outside a
+ * transaction (each statement commits by itself), at once. For work that must not happen unless
+ * the change is there to stay, like deleting the bytes of a file the change let go of.
+ */
+export function afterCommit(tx: Db, then: () => void): void {
+  const pending = afterCommits.get(tx);
+  if (pending) pending.push(then);
+  else if (tx.isTransaction) throw new Error('afterCommit: a transaction not begun by inTransaction');
+  else then();
 }
 
 /** Runs a compiled SELECT, on SQLite's read connection when outside a transaction. */

@@ -49,6 +49,24 @@ export interface Meta {
     options: StoredJson;
   };
   rh_migrations: { version: number; name: string; appliedAt: string };
+  /** An upload URL issued, and what became of it (files/files.ts). */
+  rh_files: {
+    id: string;
+    tableId: string;
+    rowId: string;
+    issuedAt: string;
+    /** When bytes last arrived (on S3: when attaching found the object), with their key, size and type. */
+    uploadedAt: string | null;
+    objectKey: string | null;
+    size: number | null;
+    mimeType: string | null;
+    /** The field the file is attached to, in row rowId; null while unattached. */
+    fieldId: string | null;
+    /** When a committed change let go of the file (replaced, cleared, row, field or table deleted): its bytes are to go. */
+    releasedAt: string | null;
+    /** When a deleter (after a commit, or a sweeper) took the file to delete its bytes; no one else then may. */
+    claimedAt: string | null;
+  };
   /** SQLite only (migration 4): the counter its triggers bump on every metadata change. */
   rh_metadata_version: { id: number; n: number };
 }

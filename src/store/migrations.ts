@@ -156,6 +156,31 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 5,
+    name: 'file uploads',
+    async up(db, dialect) {
+      // One row per upload URL issued (files.ts): the file's life from issue to deletion.
+      const ts = type(dialect, 'timestamp');
+      await db.schema
+        .createTable('rh_files')
+        .addColumn('id', type(dialect, 'text'), (c) => c.primaryKey())
+        .addColumn('tableId', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('rowId', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('issuedAt', ts, (c) => c.notNull())
+        .addColumn('uploadedAt', ts)
+        .addColumn('objectKey', type(dialect, 'text'))
+        .addColumn('size', type(dialect, 'integer'))
+        .addColumn('mimeType', type(dialect, 'text'))
+        .addColumn('fieldId', type(dialect, 'text'))
+        .addColumn('releasedAt', ts)
+        .addColumn('claimedAt', ts)
+        .execute();
+      await db.schema.createIndex('rh_files_table').on('rh_files').columns(['tableId', 'rowId']).execute();
+      await db.schema.createIndex('rh_files_issued').on('rh_files').column('issuedAt').execute();
+      await db.schema.createIndex('rh_files_released').on('rh_files').column('releasedAt').execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

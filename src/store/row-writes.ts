@@ -30,8 +30,8 @@ export class RowWriter {
       // Only creates: the primary key finds an id that exists, without reading first. Rows go in
       // in order, so the first that exists fails the request, named by its index.
       const items = inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values }));
-      const exists = (k: number, id: string) => rowExists(id).at(`data[${k}]`);
-      return { status: 201, data: await this.transaction((tx) => this.rows.insertMany(tx, table, items, ctx, exists)) };
+      const at = (k: number, err: HttpError) => err.at(`data[${k}]`);
+      return { status: 201, data: await this.transaction((tx) => this.rows.insertMany(tx, table, items, ctx, at)) };
     }
 
     return this.transaction(async (tx) => {
@@ -46,7 +46,9 @@ export class RowWriter {
         if (!exists && input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
         if (input.upsert && input.id !== undefined) {
           // As a single create with upsert: another writer may insert or delete the row meanwhile.
-          const done = await this.rows.create(tx, table, input, ctx, `data[${i}].values`);
+          const done = await this.rows.create(tx, table, input, ctx, `data[${i}].values`).catch((err) => {
+            throw err instanceof HttpError && !err.message.startsWith('data[') ? err.at(`data[${i}]`) : err;
+          });
           result[i] = done.row;
           updated ||= !done.created;
         } else {
@@ -58,6 +60,7 @@ export class RowWriter {
         table,
         inserts.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values })),
         ctx,
+        (k, err) => err.at(`data[${inserts[k].index}]`),
       );
       inserts.forEach(({ index }, k) => {
         result[index] = created[k];
@@ -73,7 +76,9 @@ export class RowWriter {
       await this.requireAll(tx, table, ids, 'data');
       const out: RawRow[] = [];
       for (const [i, input] of inputs.entries()) {
-        const row = await this.rows.update(tx, table, ids[i], input.values, ctx);
+        const row = await this.rows.update(tx, table, ids[i], input.values, ctx).catch((err) => {
+          throw err instanceof HttpError ? err.at(`data[${i}]`) : err;
+        });
         if (!row) throw notFound(`data[${i}]: row ${ids[i]} not found`);
         out.push(row);
       }
@@ -82,10 +87,10 @@ export class RowWriter {
   }
 
   /** DELETE /rows-bulk: every id must exist. */
-  async bulkDelete(table: TableDef, ids: string[]): Promise<{ id: string }[]> {
+  async bulkDelete(table: TableDef, ids: string[], ctx: WriteContext): Promise<{ id: string }[]> {
     return this.transaction(async (tx) => {
       await this.requireAll(tx, table, ids, 'ids');
-      await this.rows.deleteMany(tx, table, ids);
+      await this.rows.deleteMany(tx, table, ids, ctx);
       return ids.map((id) => ({ id }));
     });
   }
@@ -177,7 +182,7 @@ export class RowWriter {
     const items = run.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values }));
     try {
       // The first id that exists fails its insert, named by its operation's index.
-      return await this.rows.insertMany(tx, table, items, ctx, (k, id) => atOperation(rowExists(id), run[k].index));
+      return await this.rows.insertMany(tx, table, items, ctx, (k, err) => atOperation(err, run[k].index));
     } catch (err) {
       // An error already naming its operation stands; anything else the run's first operation answers for.
       throw err instanceof HttpError && err.extra?.index !== undefined ? err : atOperation(err, run[0].index);
@@ -197,7 +202,7 @@ export class RowWriter {
         return { type: op.type, table: op.table, row };
       }
       case 'delete':
-        if (!(await this.rows.delete(tx, op.table, op.id))) throw notFound(`row ${op.id} not found in table ${op.tableRef}`);
+        if (!(await this.rows.delete(tx, op.table, op.id, ctx))) throw notFound(`row ${op.id} not found in table ${op.tableRef}`);
         return { type: op.type, table: op.table, row: null };
     }
   }

@@ -7,7 +7,7 @@ import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { invalid } from '../errors.ts';
+import { HttpError, invalid } from '../errors.ts';
 import { duplicateRow, rowExists, toHttpError } from './database-errors.ts';
 import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, readRows } from './database.ts';
@@ -17,6 +17,12 @@ import type { PlannerStatistics } from './statistics.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from './table-catalog.ts';
+
+/** What RowStore asks of file attachments (files/files.ts) within a write. */
+export interface FileAttachments {
+  beforeWrite(tx: Db, table: TableDef, rowId: string, values: Map<FieldDef, unknown>, now: string): Promise<void>;
+  beforeDelete(tx: Db, table: TableDef, rowIds: string[], now: string): Promise<void>;
+}
 
 // Every method taking ids treats one that no row can have (not a ROW_ID) as absent, without asking
 // the database: PostgreSQL fails on U+0000 rather than finding nothing.
@@ -55,7 +61,21 @@ export class RowStore {
     private readonly statistics?: PlannerStatistics,
     /** Database.runEach, where there is one (SQLite). */
     private readonly runEach?: Database['runEach'],
+    /** File attachments: a write to a table with file fields attaches and releases files in its transaction. */
+    private readonly files?: FileAttachments,
   ) {}
+
+  /** Before a row is written: its file values checked and attached, the files they replace released. */
+  private async attachFiles(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, now: string): Promise<void> {
+    if (!table.hasFiles || !this.files) return;
+    if (!db.isTransaction) throw new Error('a write to a table with file fields runs in a transaction (RowStore.needsTransaction)');
+    await this.files.beforeWrite(db, table, id, values, now);
+  }
+
+  /** Whether a write to the table must run in a transaction of its own even when it is one statement. */
+  needsTransaction(table: TableDef): boolean {
+    return table.hasFiles && this.files !== undefined;
+  }
 
   /** Row writes move the planner's statistics; counted when made (a rollback only makes a refresh come early). */
   private wrote(table: TableDef, rows: number): void {
@@ -145,6 +165,7 @@ export class RowStore {
 
   /** Inserts a new row; an id that exists is a 409. */
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow> {
+    await this.attachFiles(db, table, id, values, ctx.now);
     try {
       const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
       this.wrote(table, 1);
@@ -156,6 +177,7 @@ export class RowStore {
 
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
+    await this.attachFiles(db, table, id, values, ctx.now);
     const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
     this.wrote(table, rows.length);
     return rows[0];
@@ -164,6 +186,7 @@ export class RowStore {
   /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
   async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
+    await this.attachFiles(db, table, id, values, ctx.now);
     const changes = Object.entries(this.encode(values));
     const key = `update:${changes.map(([c]) => c).join(',')}`;
     const t = this.template(db, table, key, (d, arg) =>
@@ -216,6 +239,7 @@ export class RowStore {
    * createdAt/createdBy kept). The database says which it was.
    */
   private async upsert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, inserted: RawBuilder<boolean>): Promise<{ created: boolean; row: RawRow }> {
+    await this.attachFiles(db, table, id, values, ctx.now);
     const columns = this.columns(table);
     const given = [...values.keys()].map((f) => fieldColumn(f.id));
     const t = this.template(db, table, `upsert:${given.join(',')}`, (d, arg) =>
@@ -250,16 +274,26 @@ export class RowStore {
   /**
    * Inserts new rows, in order, in one statement per `dialect.rowsPerInsert` rows (each compiled
    * once per table version and number of rows: building a query that binds 14,000 values anew cost
-   * more than running it). The first row whose id exists fails the insert with `exists(k, id)`.
+   * more than running it). An error of row k (its id exists, a file value is wrong) is answered
+   * as `at(k, error)` says.
    */
   async insertMany(
     db: Db,
     table: TableDef,
     items: { id: string; values: Map<FieldDef, unknown> }[],
     ctx: WriteContext,
-    exists: (k: number, id: string) => unknown = (_k, id) => rowExists(id),
+    at: (k: number, err: HttpError) => unknown = (_k, err) => err,
   ): Promise<RawRow[]> {
     const columns = this.columns(table);
+    if (table.hasFiles && this.files) {
+      for (const [k, { id, values }] of items.entries()) {
+        try {
+          await this.attachFiles(db, table, id, values, ctx.now);
+        } catch (err) {
+          throw err instanceof HttpError ? at(k, err) : err;
+        }
+      }
+    }
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
     const statement = (n: number) =>
       this.template(db, table, `insert-many:${n}`, (d, arg) =>
@@ -267,7 +301,7 @@ export class RowStore {
       );
     /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
     const failure = (err: unknown, from: number, k: number) =>
-      k >= 0 ? exists(from + k, items[from + k].id) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+      k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
     const perStatement = this.dialect.rowsPerInsert(columns.length);
     if (perStatement === 1 && this.runEach && db.isTransaction) {
       // In a transaction on SQLite: the one statement run for each row, without the query builder.
@@ -296,15 +330,17 @@ export class RowStore {
     });
   }
 
-  async deleteMany(db: Db, table: TableDef, ids: string[]): Promise<void> {
+  async deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void> {
+    await this.files?.beforeDelete(db, table, ids, ctx.now);
     for (let i = 0; i < ids.length; i += 500) {
       await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
     }
     this.wrote(table, ids.length);
   }
 
-  async delete(db: Db, table: TableDef, id: string): Promise<boolean> {
+  async delete(db: Db, table: TableDef, id: string, ctx: WriteContext): Promise<boolean> {
     if (!ROW_ID.test(id)) return false;
+    await this.files?.beforeDelete(db, table, [id], ctx.now);
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
     const deleted = Number((await t.run(db, [id])).numAffectedRows ?? 0);
     this.wrote(table, deleted);

@@ -3,6 +3,7 @@ import type { FieldDef } from '../domain/field-types/field-type.ts';
 import type { ValueCodec } from '../domain/value-codec.ts';
 import type { Database } from './database.ts';
 import { MetadataCache } from './metadata-cache.ts';
+import { isFileField } from '../domain/field-types/file.ts';
 import type { MetaDb } from './meta-schema.ts';
 import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
@@ -17,6 +18,8 @@ export interface TableDef {
   physical: string;
   fields: FieldDef[];
   fieldsByCode: Map<string, FieldDef>;
+  /** Whether a field holds files: its writes then attach and release them (files/files.ts). */
+  hasFiles: boolean;
 }
 
 
@@ -87,6 +90,7 @@ export class TableCatalog {
       physical: physicalTable(row.id),
       fields,
       fieldsByCode: new Map(fields.map((f) => [f.code, f])),
+      hasFiles: fields.some(isFileField),
     };
     this.cache.set(def.id, def);
     return def;

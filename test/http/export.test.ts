@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import iconv from 'iconv-lite';
-import { type Reply, TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type Reply, TEST_KEY, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
 
 /**
  * GET /api/tables/{t}/rows-export (seed spec "Export rows"; CONTRACT §7): every format parsed with a
@@ -48,7 +48,7 @@ const TRICKY: { id: string; values: Record<string, unknown> }[] = [
       sel: 'b,c',
       rec: { a: 1, b: 'x,"y"\n', nested: { z: [1, 2], t: '\t' }, j: '日本' },
       lst: [1, 'two, "2"', { three: 3 }, null, true],
-      doc: { id: 'file-1', name: '報告書, "final"\n.pdf' },
+      doc: { id: 'file-1', name: '報告書, final (1).pdf' },
     },
   },
   { id: 'b-nulls', values: { ok: false, n: 0 } },
@@ -112,8 +112,15 @@ eachDatabase('rows: export', (kind) => {
     return r.body;
   }
 
+  /** Writes the rows; a file value's `id` names bytes to upload for it first (`file-1` → an uploaded file's id). */
   async function bulk(table: string, items: { id?: string; values: Record<string, unknown> }[]): Promise<Row[]> {
-    const r = await t.post(`/api/tables/${table}/rows-bulk`, { data: items });
+    const data = [];
+    for (const item of items) {
+      const doc = item.values.doc as { id: string; name: string } | undefined;
+      const values = doc ? { ...item.values, doc: { ...doc, id: await uploadFile(t, table, item.id as string, `bytes of ${doc.id}`) } } : item.values;
+      data.push({ ...item, values });
+    }
+    const r = await t.post(`/api/tables/${table}/rows-bulk`, { data });
     assert.equal(r.status, 201, r.text);
     return r.body.data;
   }
@@ -223,8 +230,8 @@ eachDatabase('rows: export', (kind) => {
             assert.deepEqual(JSON.parse(at('lst')), TRICKY[0].values.lst);
             const doc = JSON.parse(at('doc'));
             assert.deepEqual(Object.keys(doc).sort(), ['mimeType', 'name', 'size']);
-            assert.equal(doc.name, '報告書, "final"\n.pdf');
-            assert.ok(!at('doc').includes('file-1'), 'no file id in csv/tsv');
+            assert.equal(doc.name, '報告書, final (1).pdf');
+            assert.ok(!at('doc').includes(expected[0].values.doc.id), 'no file id in csv/tsv');
           });
         }
       }
@@ -247,7 +254,7 @@ eachDatabase('rows: export', (kind) => {
         const first = JSON.parse(lines[0]);
         assert.deepEqual(first.values.rec, TRICKY[0].values.rec);
         assert.deepEqual(first.values.lst, TRICKY[0].values.lst);
-        assert.equal(first.values.doc.name, '報告書, "final"\n.pdf');
+        assert.equal(first.values.doc.name, '報告書, final (1).pdf');
         assert.equal(first.values.ok, true);
         assert.equal(JSON.parse(lines[1]).values.title, null);
         assert.equal(JSON.parse(lines[3]).values.n, 1e21);

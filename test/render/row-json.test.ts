@@ -3,7 +3,7 @@ import { after, before, it } from 'node:test';
 import { recordJson, recordsJson } from '../../src/render/row-json.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
-import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
 
 /** Records rendered straight from the columns are the very text of the decoded record, for every field type and awkward value. */
 eachDatabase('records rendered as JSON text', (kind) => {
@@ -28,7 +28,7 @@ eachDatabase('records rendered as JSON text', (kind) => {
         text: 'quote " backslash \\ newline \n tab \t \u2028 😀 東京', number: -12.5e-3, boolean: true, dateTime: '2024-05-01T09:30:00+09:00',
         date: '2024-02-29', time: '23:59:59', yearMonth: '2024-12', select: 'a "quoted" one',
         record: { 'k"ey': [1, 'two', { three: null }], '東': true, n: 1e21 }, list: ['x', 2, false, null, { y: '\u0001' }],
-        file: { id: 'f1', name: 'a "b".pdf' }, weird_Code9: '',
+        file: { id: await uploadFile(t, 'all', 'full'), name: 'a, \'b\' 東京.pdf' }, weird_Code9: '',
       } },
       { id: 'empty', values: {} },
       { id: 'zeroes', values: { number: 0, boolean: false, record: {}, list: [], text: '0' } },
@@ -46,5 +46,10 @@ eachDatabase('records rendered as JSON text', (kind) => {
     }
     assert.equal(recordsJson(table, raws, t.database.dialect), JSON.stringify(raws.map((r) => store.toRecord(table, r))));
     assert.equal(recordsJson(table, [], t.database.dialect), '[]');
+    // With links, a file value gains its download URL and expiry, and nothing else changes.
+    const links = (file: { id: string }) => ({ url: `https://x.test/${file.id}`, expiresAt: '2030-01-01T00:00:00.000Z' });
+    const linked = JSON.parse(recordJson(table, raws[0], t.database.dialect, links));
+    const plain = store.toRecord(table, raws[0]);
+    assert.deepEqual(linked, { ...plain, values: { ...plain.values, file: { ...(plain.values.file as object), url: `https://x.test/${(plain.values.file as { id: string }).id}`, expiresAt: '2030-01-01T00:00:00.000Z' } } });
   });
 });

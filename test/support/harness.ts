@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -195,4 +196,15 @@ export async function allRows(t: TestApp, table: string): Promise<Record<string,
     url = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
   }
   return out;
+}
+
+/** A file uploaded for a row, through file-upload-url and its URL (step 1 and 2 of the upload): its id, to attach. */
+export async function uploadFile(t: TestApp, table: string, rowId: string, bytes: string | Buffer = 'file bytes', type = 'text/plain'): Promise<string> {
+  const issued = await t.post(`/api/tables/${table}/rows/${encodeURIComponent(rowId)}/file-upload-url`, { count: 1 });
+  assert.equal(issued.status, 200, issued.text);
+  const { id, url } = issued.body.data[0];
+  const u = new URL(url);
+  const put = await t.request('PUT', u.pathname + u.search, { raw: bytes, headers: { 'content-type': type }, key: null });
+  assert.equal(put.status, 200, put.text);
+  return id;
 }

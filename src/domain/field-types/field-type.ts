@@ -1,4 +1,5 @@
 import type { ColumnKind, ValueCodec } from '../value-codec.ts';
+import type { FileLink, StoredFile } from './file.ts';
 
 export const FIELD_TYPE_NAMES = [
   'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file',
@@ -56,6 +57,8 @@ export interface FieldType {
   textFromDb?(raw: unknown, codec: ValueCodec): string;
   /** The JSON text of its read value straight from a column value (never null), where that skips decoding; default: JSON.stringify(fromDb(raw)). */
   jsonFromDb?(raw: unknown, codec: ValueCodec): string;
+  /** A read value (never null) as the API returns it, given how to sign its download URL (files only). */
+  withLinks?(value: unknown, link: (file: StoredFile) => FileLink): unknown;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */

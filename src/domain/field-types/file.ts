@@ -1,11 +1,37 @@
-import { type FieldType, fail, jsonColumn, ok } from './field-type.ts';
+import { fileNameProblem } from '../../files/disposition.ts';
+import { type FieldDef, type FieldType, fail, jsonColumn, ok } from './field-type.ts';
+
+/** A file value as a row stores it: the reference written, completed on attach with the file's type and size. */
+export interface StoredFile {
+  id: string;
+  name: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** A signed download URL of a file, and when it stops working. */
+export interface FileLink {
+  url: string;
+  expiresAt: string;
+}
+
+/** Signs a file value's download URL while a row is rendered (files/files.ts makes these). */
+export type FileLinks = (file: StoredFile, tableId: string, rowId: string) => FileLink;
+
+export const isFileField = (f: FieldDef): boolean => f.type === 'file';
+
+/** File ids are those file-upload-url issues. */
+const FILE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function fileSummary(value: unknown): { name: unknown; mimeType: unknown; size: unknown } {
   const v = value as Record<string, unknown>;
   return { name: v.name, mimeType: v.mimeType ?? null, size: v.size ?? null };
 }
 
-/** On write `{id, name}`; the stored value is that reference, enriched on read by the files module. */
+/**
+ * On write `{id, name}` (a value as read may be written back: its other keys are ignored); stored
+ * with the file's type and size once attached (files/files.ts); read with a signed download URL.
+ */
 export const fileType: FieldType = {
   name: 'file',
   column: 'json',
@@ -15,13 +41,19 @@ export const fileType: FieldType = {
       return fail('must be an object {id, name}');
     }
     const { id, name, ...rest } = value as Record<string, unknown>;
-    if (typeof id !== 'string' || id.length === 0) return fail('id must be the id returned by file-upload-url');
-    if (typeof name !== 'string' || name.length === 0 || name.length > 255) return fail('name must be a file name of 1 to 255 characters');
+    if (typeof id !== 'string' || !FILE_ID.test(id)) return fail('id must be a file id returned by file-upload-url');
+    if (typeof name !== 'string') return fail('name must be the file name, a string');
+    const problem = fileNameProblem(name);
+    if (problem) return fail(`name ${problem}`);
     const extra = Object.keys(rest).filter((k) => !['mimeType', 'size', 'url', 'expiresAt'].includes(k));
     if (extra.length > 0) return fail(`unknown key ${extra[0]}; a file value is {id, name}`);
     return ok({ id, name });
   },
   ...jsonColumn,
+  withLinks: (value, link) => {
+    const file = value as StoredFile;
+    return { id: file.id, name: file.name, mimeType: file.mimeType ?? null, size: file.size ?? null, ...link(file) };
+  },
   // Exports carry the file's name, type and size: never its contents or a download URL.
   toText: (value) => JSON.stringify(fileSummary(value)),
   toExport: (value) => {

@@ -5,6 +5,7 @@ import { fieldOptionsSchema, fieldType, isFieldTypeName, isIndexed } from '../..
 import { schemaDetails, schemaValidator, type Validator } from '../../domain/json-schema.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Db } from '../database.ts';
+import { isFileField } from '../../domain/field-types/file.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import type { Dialect } from '../dialect.ts';
 import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
@@ -195,7 +196,12 @@ async function releaseCodes(tx: MetaDb, tableId: string): Promise<void> {
   await tx.updateTable('rh_fields').set({ code: sql`'~' || ${sql.ref('id')}` }).where('tableId', '=', tableId).execute();
 }
 
-export function tablesSpec(dialect: Dialect): ResourceSpec {
+/** What deleting a table or some of its fields asks of file attachments: to let go of their files. */
+export interface TableFiles {
+  releaseTable(tx: Db, tableId: string, fieldIds?: string[]): Promise<void>;
+}
+
+export function tablesSpec(dialect: Dialect, files?: TableFiles): ResourceSpec {
   /**
    * Changes of one table take turns: the second waits here until the first commits, then reads the
    * fields as they are now (on PostgreSQL; SQLite runs one write transaction at a time anyway).
@@ -249,6 +255,8 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
             await releaseCodes(tx, tableId);
             await saveFields(tx, dialect, tableId, plan.changes, ctx, new Set(existing.map((f) => f.id)));
             await applyFieldChanges(tx, dialect, tableId, plan.changes);
+            const removedFiles = plan.changes.removed.filter(isFileField).map((f) => f.id);
+            if (removedFiles.length > 0) await files?.releaseTable(tx, tableId, removedFiles);
           }
         }
         if (problems.length > 0) throw invalid(problems, 'Invalid table');
@@ -257,6 +265,7 @@ export function tablesSpec(dialect: Dialect): ResourceSpec {
         await lockTable(tx, item.id);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
         await dropUserTable(tx, item.id);
+        await files?.releaseTable(tx, item.id);
       },
       async decorate(db, items) {
         const fields = await loadFields(db, dialect, items.map((i) => i.id));

@@ -1,0 +1,44 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The service's own upload and download URLs (local storage; S3 hands out the bucket's presigned
+ * ones): `/files/{tableId}/{rowId}/{fileId}?[name=<name>&]expires=<unix seconds>&signature=<HMAC>`
+ * (the name, for downloads only, in the query: it may be longer than a path segment may).
+ * The signature is an HMAC-SHA256 with the instance secret over the purpose, the ids, the name and
+ * the expiry, so no part can be changed, and an upload URL cannot serve as a download URL.
+ */
+
+export type UrlPurpose = 'upload' | 'download';
+
+export interface FileUrlTarget {
+  tableId: string;
+  rowId: string;
+  fileId: string;
+  /** Downloads only: the name the bytes are offered under. */
+  name?: string;
+}
+
+/** How long every URL is valid (the specification's "1 hour"). */
+export const URL_LIFETIME_SECONDS = 3600;
+
+function signature(secret: string, purpose: UrlPurpose, t: FileUrlTarget, expires: number): string {
+  const payload = [purpose, t.tableId, t.rowId, t.fileId, t.name ?? '', String(expires)].join('\n');
+  return createHmac('sha256', secret).update(payload).digest('base64url');
+}
+
+/** The path and query of a signed URL valid until `expires` (unix seconds). */
+export function signedPath(secret: string, purpose: UrlPurpose, t: FileUrlTarget, expires: number): string {
+  const path = [t.tableId, t.rowId, t.fileId].map(encodeURIComponent).join('/');
+  const name = purpose === 'download' ? `name=${encodeURIComponent(t.name ?? '')}&` : '';
+  return `/files/${path}?${name}expires=${expires}&signature=${signature(secret, purpose, t, expires)}`;
+}
+
+/** Why a URL's query does not admit the request ('expired' or 'invalid'), or null when it does. */
+export function checkSignature(secret: string, purpose: UrlPurpose, t: FileUrlTarget, query: Record<string, unknown>, nowSeconds: number): 'invalid' | 'expired' | null {
+  const { expires, signature: given } = query;
+  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof given !== 'string') return 'invalid';
+  const expected = Buffer.from(signature(secret, purpose, t, Number(expires)));
+  const actual = Buffer.from(given);
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return 'invalid';
+  return Number(expires) < nowSeconds ? 'expired' : null;
+}

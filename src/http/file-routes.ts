@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import type { Readable } from 'node:stream';
+import { ROW_ID } from '../domain/codes.ts';
+import { isObject } from '../domain/json.ts';
+import { badRequest } from '../errors.ts';
+import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+
+/** At most this many upload URLs per call (the specification's limits). */
+const MAX_UPLOAD_URLS = 50;
+
+type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; Querystring: Record<string, unknown> };
+
+/** The three-step upload and the signed downloads (the seed spec's "File attachment", CONTRACT §8). */
+export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
+  app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', async (request) => {
+    const table = await tableOr404(deps, request.params.table);
+    const { rowId } = request.params;
+    if (!ROW_ID.test(rowId)) throw badRequest(`rowId must be a row id: 1 to 128 of A-Z a-z 0-9 _ . : @ -, starting with a letter or digit`);
+    const body = request.body;
+    if (!isObject(body)) throw badRequest('The body must be a JSON object {count}');
+    const unknown = Object.keys(body).find((k) => k !== 'count');
+    if (unknown !== undefined) throw badRequest(`${unknown} is not a known property; use count`, [{ path: unknown, message: 'is not a known property' }]);
+    const { count } = body;
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_UPLOAD_URLS) {
+      throw badRequest(`count must be an integer from 1 to ${MAX_UPLOAD_URLS}`, [{ path: 'count', message: `must be an integer from 1 to ${MAX_UPLOAD_URLS}` }]);
+    }
+    return { data: await deps.files.uploadUrls(table, rowId, count) };
+  });
+
+  // The URLs file-upload-url and row reads hand out: signed, so they need no API key (they are not under /api).
+  app.register(async (signed) => {
+    // The body of an upload is the file, of any type: passed on as the request stream, never parsed or held.
+    signed.removeAllContentTypeParsers();
+    signed.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+    signed.put<FileParams>('/files/:tableId/:rowId/:fileId', async (request) => {
+      const length = request.headers['content-length'];
+      const body = (request.body as Readable | undefined) ?? request.raw;
+      const { size } = await deps.files.receive(request.params, request.query, request.headers['content-type'], body, length === undefined ? undefined : Number(length));
+      return { id: request.params.fileId, size };
+    });
+
+    signed.get<FileParams>('/files/:tableId/:rowId/:fileId', async (request, reply) => {
+      const name = typeof request.query.name === 'string' ? request.query.name : '';
+      const file = await deps.files.send({ ...request.params, name }, request.query);
+      return reply
+        .header('content-type', file.contentType)
+        .header('content-length', file.size)
+        .header('content-disposition', file.disposition)
+        // Uploaded bytes are anyone's: never rendered as a page of this origin.
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cache-control', 'private, max-age=3600')
+        .send(file.body);
+    });
+  });
+}
