@@ -1,10 +1,7 @@
 import { create } from 'content-disposition';
-
-/** The longest file name accepted on write, in characters (code points): what most file systems allow. */
-export const MAX_FILE_NAME_LENGTH = 255;
+import { MAX_FILE_NAME_LENGTH } from '../domain/file-names.ts';
 
 /** C0 and C1 control characters and DEL: CR, LF and NUL among them. */
-const CONTROL = /\p{Cc}/u;
 const CONTROLS = /\p{Cc}/gu;
 /**
  * Invisible characters that reorder or break the text around them: with U+202E a name ending in
@@ -12,23 +9,6 @@ const CONTROLS = /\p{Cc}/gu;
  * but never offered as a download name.
  */
 const DECEPTIVE = /[\p{Bidi_Control}\u2028\u2029]/gu;
-
-/**
- * Why `name` cannot be a stored file's name, or null when it can. Refused: empty (or only spaces), over 255
- * characters, control characters (CR, LF, NUL, …), path separators `/` and `\`, `"` (it would need
- * escaping in every header and CSV it appears in), `.` and `..`, and text that is not well-formed
- * Unicode (a lone surrogate, which no UTF-8 can carry).
- */
-export function fileNameProblem(name: string): string | null {
-  if (name.trim() === '') return 'must not be empty or only spaces';
-  if ([...name].length > MAX_FILE_NAME_LENGTH) return `must be at most ${MAX_FILE_NAME_LENGTH} characters`;
-  if (!name.isWellFormed()) return 'must be well-formed Unicode (it holds a lone surrogate)';
-  if (CONTROL.test(name)) return 'must not contain control characters (such as CR, LF or NUL)';
-  if (name.includes('/') || name.includes('\\')) return 'must not contain / or \\';
-  if (name.includes('"')) return 'must not contain "';
-  if (name === '.' || name === '..') return 'must not be . or ..';
-  return null;
-}
 
 /** Whatever it is given, a base name fit to offer for saving: one path segment, printable, not empty, not too long. */
 function safeBaseName(name: string): string {

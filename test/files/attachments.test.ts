@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseDisposition } from 'content-disposition';
 import { signedPath } from '../../src/files/signed-urls.ts';
-import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startS3Server } from '../support/s3-server.mjs';
 
@@ -261,6 +261,54 @@ eachDatabase('files: three-step upload on local storage', (kind) => {
     assert.equal(await (await fetch(local(batch.body.data[0].row.values.doc.url))).text(), 'c');
   });
 
+  it('attaches in batch creates and bulk upserts', async () => {
+    const a = await uploaded('docs', 'u1', Buffer.from('u1'));
+    const b = await uploaded('docs', 'u2', Buffer.from('u2'));
+    const batch = await t.post('/api/rows-batch', {
+      operations: [
+        { type: 'create', tableId: 'docs', id: 'u1', values: { doc: { id: a, name: 'a' } } },
+        { type: 'create', tableId: 'docs', id: 'u2', values: { doc: { id: b, name: 'b' } } },
+      ],
+    });
+    assert.equal(batch.status, 200, batch.text);
+    assert.equal(await (await fetch(local(batch.body.data[1].row.values.doc.url))).text(), 'u2');
+    const c = await uploaded('docs', 'u1', Buffer.from('c'));
+    const upsert = await t.post('/api/tables/docs/rows-bulk', { data: [{ id: 'u1', values: { doc: { id: c, name: 'c' } } }], options: { upsert: true } });
+    assert.equal(upsert.status, 200, upsert.text);
+    await t.app.files.settled();
+    assert.equal(await (await fetch(local(upsert.body.data[0].values.doc.url))).text(), 'c');
+    assert.deepEqual(objects().filter((o) => o.includes(a)), [], 'the upsert let go of the file it replaced');
+    // A bad file in a batch: the operation's index, nothing written.
+    const bad = await t.post('/api/rows-batch', {
+      operations: [
+        { type: 'update', tableId: 'docs', id: 'u2', values: { title: 'x' } },
+        { type: 'create', tableId: 'docs', id: 'u3', values: { doc: { id: a, name: 'a' } } },
+      ],
+    });
+    assert.equal(expectError(bad, 400).index, 1);
+    assert.equal((await t.get('/api/tables/docs/rows/u2')).body.values.title, null);
+  });
+
+  it('answers 403 to an expired download URL, 404 once the file is gone, and takes uploads past the JSON body limit', async () => {
+    const id = await uploaded('docs', 'x1', Buffer.from('x1'));
+    const table = (await t.get('/api/tables/docs')).body.id;
+    const expired = 'http://rowhouse.test' + signedPath(SECRET, 'download', { tableId: table, rowId: 'x1', fileId: id, name: 'n' }, Math.floor(Date.now() / 1000) - 1);
+    await errorOf(await fetch(local(expired)), 403);
+    const valid = 'http://rowhouse.test' + signedPath(SECRET, 'download', { tableId: table, rowId: 'x1', fileId: id, name: 'n' }, Math.floor(Date.now() / 1000) + 60);
+    await errorOf(await fetch(local(valid)), 404); // not attached: nothing to download
+    const renamed = new URL(valid);
+    renamed.searchParams.set('name', 'other');
+    await errorOf(await fetch(local(renamed.toString())), 403);
+    // The JSON body limit (ROWHOUSE_MAX_BODY_BYTES) does not bound uploads.
+    const small = await startApp(kind, { ROWHOUSE_MAX_BODY_BYTES: '1024' });
+    try {
+      assert.equal((await small.post('/api/tables', { code: 'f', name: 'f', fields: [{ code: 'doc', type: 'file' }] })).status, 201);
+      await uploadFile(small, 'f', 'r1', randomBytes(200_000));
+    } finally {
+      await small.close();
+    }
+  });
+
   it('exports name, type and size, never a URL', async () => {
     const csv = await t.get('/api/tables/docs/rows-export?format=csv&encoding=utf8&newline=lf');
     assert.equal(csv.status, 200);
@@ -289,6 +337,33 @@ eachDatabase('files: three-step upload on local storage', (kind) => {
         assert.ok(!all.includes(keep));
         for (const id of loose) assert.deepEqual(objects().filter((o) => o.includes(id)), []);
         assert.equal(await (await fetch(local((await t.get('/api/tables/docs/rows/s99')).body.values.doc.url))).text(), 'keep');
+      } finally {
+        await twin.close();
+      }
+    });
+
+    it('never deletes a file that is being attached while sweepers run', async () => {
+      const twin = await startApp(kind, { ROWHOUSE_SECRET: SECRET, ROWHOUSE_UPLOAD_TTL_SECONDS: '60' }, { sharing: t });
+      try {
+        const later = new Date(Date.now() + 61_000);
+        for (let round = 0; round < 5; round++) {
+          const ids = [];
+          for (let i = 0; i < 8; i++) ids.push(await uploaded('docs', `race${round}-${i}`, Buffer.from(`race ${round} ${i}`)));
+          const attaches = ids.map((id, i) => t.post('/api/tables/docs/rows', { id: `race${round}-${i}`, values: { doc: { id, name: 'r' } } }));
+          const [results, swept1, swept2] = await Promise.all([Promise.all(attaches), t.app.files.sweep(later), twin.app.files.sweep(later)]);
+          const swept = [...swept1, ...swept2];
+          assert.equal(new Set(swept).size, swept.length, 'no file deleted twice');
+          results.forEach((r, i) => {
+            if (r.status === 201) assert.ok(!swept.includes(ids[i]), `attached file ${ids[i]} was swept`);
+            else {
+              assert.equal(r.status, 400, r.text);
+              assert.ok(swept.includes(ids[i]), 'refused only because it was swept');
+            }
+          });
+          for (const r of results.filter((x) => x.status === 201)) {
+            assert.equal((await fetch(local(r.body.values.doc.url))).status, 200);
+          }
+        }
       } finally {
         await twin.close();
       }

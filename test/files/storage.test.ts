@@ -10,7 +10,8 @@ import { pathToFileURL } from 'node:url';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { parse } from 'content-disposition';
 import { ConfigError } from '../../src/config.ts';
-import { attachment, fileNameProblem } from '../../src/files/disposition.ts';
+import { attachment } from '../../src/files/disposition.ts';
+import { fileNameProblem } from '../../src/domain/file-names.ts';
 import { type FileStorage, FileTooLarge, openStorage, parseS3Spec } from '../../src/files/storage.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startS3Server as startS3ServerUntyped } from '../support/s3-server.mjs';

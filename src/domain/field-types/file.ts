@@ -1,4 +1,4 @@
-import { fileNameProblem } from '../../files/disposition.ts';
+import { fileNameProblem } from '../file-names.ts';
 import { type FieldDef, type FieldType, fail, jsonColumn, ok } from './field-type.ts';
 
 /** A file value as a row stores it: the reference written, completed on attach with the file's type and size. */
