@@ -323,7 +323,7 @@ eachDatabase('files: three-step upload on local storage', (kind) => {
     it('deletes uploads never attached once past the TTL, each once when two instances race, and never an attached one', async () => {
       const twin = await startApp(kind, { ROWHOUSE_SECRET: SECRET, ROWHOUSE_UPLOAD_TTL_SECONDS: '60' }, { sharing: t });
       try {
-        const loose = [];
+        const loose: string[] = [];
         for (let i = 0; i < 12; i++) loose.push(await uploaded('docs', `s${i}`, Buffer.from(`s${i}`)));
         const [{ id: neverUploaded }] = await uploadUrls('docs', 's0', 1);
         const keep = await uploaded('docs', 's99', Buffer.from('keep'));
@@ -347,7 +347,7 @@ eachDatabase('files: three-step upload on local storage', (kind) => {
       try {
         const later = new Date(Date.now() + 61_000);
         for (let round = 0; round < 5; round++) {
-          const ids = [];
+          const ids: string[] = [];
           for (let i = 0; i < 8; i++) ids.push(await uploaded('docs', `race${round}-${i}`, Buffer.from(`race ${round} ${i}`)));
           const attaches = ids.map((id, i) => t.post('/api/tables/docs/rows', { id: `race${round}-${i}`, values: { doc: { id, name: 'r' } } }));
           const [results, swept1, swept2] = await Promise.all([Promise.all(attaches), t.app.files.sweep(later), twin.app.files.sweep(later)]);
