@@ -35,6 +35,11 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const uploadKey = (file: { tableId: string; id: string }) => `t/${file.tableId}/${file.id}/${randomBytes(8).toString('hex')}`;
 /** On S3 the bucket takes the upload itself, at the one key its presigned URL names. */
 const bucketKey = (file: { tableId: string; id: string }) => `t/${file.tableId}/${file.id}/upload`;
+/**
+ * On S3, attaching copies the upload here: the upload URL stays valid for its hour, and a PUT to it
+ * after attaching must not change the bytes of an attached file (the bucket cannot be told to refuse it).
+ */
+const attachedKey = (file: { tableId: string; id: string }) => `t/${file.tableId}/${file.id}/attached`;
 
 export class Files {
   private readonly store: FileStore;
@@ -140,6 +145,8 @@ export class Files {
         if (found) bytes = { size: found.size, mimeType: found.mimeType ?? 'application/octet-stream' };
         if (!bytes) throw problem(`names file ${value.id}, which has not been uploaded yet`);
         await this.store.attach(tx, file.id, field.id, found ?? undefined);
+        // The upload's own object is no longer read (S3: it was copied); a rollback still needs it.
+        if (found) afterCommit(tx, () => this.storage.delete(bucketKey(file)).catch((err) => this.options.warn?.(`deleting an attached upload: ${(err as Error).message}`)));
       }
       values.set(field, { id: value.id, name: value.name, mimeType: bytes?.mimeType, size: bytes?.size });
     }
@@ -158,7 +165,8 @@ export class Files {
       const message = `names file ${file.id}, which is larger than the limit of ${this.options.maxFileBytes} bytes: it has been deleted`;
       throw badRequest(`Invalid row: ${where} ${message}`, [{ path: where, message }]);
     }
-    return { objectKey: key, size: stat.size, mimeType: stat.contentType, uploadedAt: new Date().toISOString() };
+    await this.storage.copy?.(key, attachedKey(file));
+    return { objectKey: attachedKey(file), size: stat.size, mimeType: stat.contentType, uploadedAt: new Date().toISOString() };
   }
 
   /** Within the write deleting rows: lets go of their files. */
@@ -192,7 +200,7 @@ export class Files {
         const file = this.database.dialect.decodeJson(raw) as StoredFile;
         const disposition = attachment(file.name);
         const contentType = file.mimeType ?? 'application/octet-stream';
-        presigned.set(file.id, await downloadUrl.call(this.storage, bucketKey({ tableId: table.id, id: file.id }), { contentType, disposition, expiresInSeconds: URL_LIFETIME_SECONDS }));
+        presigned.set(file.id, await downloadUrl.call(this.storage, attachedKey({ tableId: table.id, id: file.id }), { contentType, disposition, expiresInSeconds: URL_LIFETIME_SECONDS }));
       }
     }
     return (file) => ({ url: presigned.get(file.id) ?? '', expiresAt });
@@ -236,8 +244,12 @@ export class Files {
       if (claimed.length === 0) return deleted;
       for (const file of claimed) {
         if (file.objectKey) await this.storage.delete(file.objectKey);
-        // On S3 a PUT to the upload URL may have come after the last look: its object goes too.
-        if (this.storage.presigns) await this.storage.delete(bucketKey(file));
+        // On S3 a PUT to the upload URL may have come after the last look, and an attach that
+        // rolled back may have left its copy: those objects go too.
+        if (this.storage.presigns) {
+          await this.storage.delete(bucketKey(file));
+          await this.storage.delete(attachedKey(file));
+        }
       }
       await this.store.remove(this.meta, claimed.map((f) => f.id));
       deleted.push(...claimed.map((f) => f.id));

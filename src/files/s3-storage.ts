@@ -113,6 +113,11 @@ export async function openS3Storage(location: S3Location, credentials?: S3Creden
       }
     },
 
+    async copy(from: string, to: string): Promise<void> {
+      // Within the bucket, by S3 itself; the type and other metadata go along (MetadataDirective COPY).
+      await client.send(new s3.CopyObjectCommand({ Bucket, Key: objectKey(to), CopySource: encodeURI(`${Bucket}/${objectKey(from)}`) }));
+    },
+
     async delete(key: string): Promise<void> {
       // S3 answers 204 whether or not the object existed.
       await client.send(new s3.DeleteObjectCommand({ Bucket, Key: objectKey(key) }));

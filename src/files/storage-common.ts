@@ -27,6 +27,8 @@ export interface FileStorage {
   stat(key: string): Promise<{ size: number; contentType: string | null } | null>;
   /** Deletes the object; an absent object is not an error. */
   delete(key: string): Promise<void>;
+  /** S3 only: copies an object within the bucket (the copy keeps its content type). */
+  copy?(from: string, to: string): Promise<void>;
   /** S3 only: a presigned PUT URL for key, valid expiresInSeconds. */
   uploadUrl?(key: string, expiresInSeconds: number): Promise<string>;
   /** S3 only: a presigned GET URL whose response carries this Content-Type and Content-Disposition. */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
@@ -138,11 +137,5 @@ export class FileStore {
   /** Forgets files whose bytes are gone. */
   async remove(db: MetaDb, ids: string[]): Promise<void> {
     for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('rh_files').where('id', 'in', ids.slice(i, i + 500)).execute();
-  }
-
-  /** How many files a table has, by state (tests and diagnostics). */
-  async count(db: MetaDb, tableId: string): Promise<number> {
-    const { n } = await db.selectFrom('rh_files').select(sql<number>`count(*)`.as('n')).where('tableId', '=', tableId).executeTakeFirstOrThrow();
-    return Number(n);
   }
 }

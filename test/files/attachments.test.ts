@@ -416,9 +416,10 @@ eachDatabase('files: three-step upload on S3 (s3rver)', (kind) => {
     assert.equal(r.status, 200, r.text);
     return r.body.data[0];
   }
-  const exists = async (id: string) => {
+  /** Whether the bucket holds the file's upload, or its attached copy. */
+  const exists = async (id: string, which: 'upload' | 'attached' = 'upload') => {
     const table = (await t.get('/api/tables/docs')).body.id;
-    return (await t.app.files.storage.stat(`t/${table}/${id}/upload`)) !== null;
+    return (await t.app.files.storage.stat(`t/${table}/${id}/${which}`)) !== null;
   };
 
   it('hands out the bucket’s presigned URLs, checks the object on attach, and downloads from the bucket', async () => {
@@ -441,6 +442,10 @@ eachDatabase('files: three-step upload on S3 (s3rver)', (kind) => {
     assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
     // An altered download URL: the bucket refuses it.
     assert.equal((await fetch(doc.url.replace('X-Amz-Signature=', 'X-Amz-Signature=0'))).status, 403);
+    // The bucket takes another PUT to the upload URL, but the attached file does not change.
+    assert.equal((await fetch(url, { method: 'PUT', body: Buffer.from('overwrite'), headers: { 'content-type': 'text/plain' } })).status, 200);
+    const again = await t.get('/api/tables/docs/rows/r1');
+    assert.deepEqual(Buffer.from(await (await fetch(again.body.values.doc.url)).arrayBuffer()), bytes);
 
     // Replaced: the old object goes once the change commits.
     const next = await uploadUrl('r1');
@@ -448,7 +453,8 @@ eachDatabase('files: three-step upload on S3 (s3rver)', (kind) => {
     assert.equal((await t.patch('/api/tables/docs/rows/r1', { values: { doc: { id: next.id, name: 'n.txt' } } })).status, 200);
     await t.app.files.settled();
     assert.equal(await exists(id), false);
-    assert.equal(await exists(next.id), true);
+    assert.equal(await exists(id, 'attached'), false);
+    assert.equal(await exists(next.id, 'attached'), true);
   });
 
   it('refuses, and deletes, an object over the size limit', async () => {

@@ -301,6 +301,20 @@ describe('S3 storage: presigned URLs against a server that checks signatures', (
     assert.deepEqual(await readAll(storage, 't/10/put'), data);
   });
 
+  it('copies an object within the bucket, bytes and type, under the prefix', async () => {
+    const url = await storage.uploadUrl!('t/11/from', 3600);
+    const data = bytes(2000, 11);
+    assert.equal((await fetch(url, { method: 'PUT', body: data, headers: { 'content-type': 'application/pdf' } })).status, 200);
+    await storage.copy!('t/11/from', 't/11/to');
+    assert.deepEqual(await storage.stat('t/11/to'), { size: 2000, contentType: 'application/pdf' });
+    assert.deepEqual(await readAll(storage, 't/11/to'), data);
+    // The copy is its own object: replacing the source leaves it as it was.
+    await storage.write('t/11/from', Readable.from([Buffer.from('new')]), 10);
+    assert.deepEqual(await readAll(storage, 't/11/to'), data);
+    await storage.delete('t/11/from');
+    await storage.delete('t/11/to');
+  });
+
   it('a presigned GET answers the bytes with the requested Content-Type and Content-Disposition', async () => {
     const data = bytes(5000, 3);
     await storage.write('t/11/get', Readable.from([data]), 10_000);
