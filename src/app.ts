@@ -9,6 +9,7 @@ import { bulkRoutes } from './http/bulk-routes.ts';
 import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
 import { fileRoutes } from './http/file-routes.ts';
+import { openapiRoutes } from './http/openapi-routes.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
   exportRoutes(app, rows);
   fileRoutes(app, rows);
+  openapiRoutes(app, rows);
   await app.ready();
   return app;
 }

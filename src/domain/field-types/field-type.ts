@@ -61,8 +61,10 @@ export interface FieldType {
   withLinks?(value: unknown, link: (file: StoredFile) => FileLink): unknown;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
-  /** JSON Schema of its value in `values`, for validation docs and OpenAPI. */
+  /** JSON Schema of its value in `values` as read (and as written, unless writeSchema says otherwise), for OpenAPI. */
   valueSchema(field: FieldDef): Record<string, unknown>;
+  /** JSON Schema of its value as written, where it differs from the value read. */
+  writeSchema?(field: FieldDef): Record<string, unknown>;
 }
 
 /** Codecs shared by the types stored as plain text columns. */

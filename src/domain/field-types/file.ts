@@ -1,4 +1,4 @@
-import { fileNameProblem } from '../file-names.ts';
+import { MAX_FILE_NAME_LENGTH, fileNameProblem } from '../file-names.ts';
 import { type FieldDef, type FieldType, fail, jsonColumn, ok } from './field-type.ts';
 
 /** A file value as a row stores it: the reference written, completed on attach with the file's type and size. */
@@ -65,13 +65,28 @@ export const fileType: FieldType = {
   valueSchema: () => ({
     type: 'object',
     properties: {
-      id: { type: 'string' },
+      id: { type: 'string', format: 'uuid' },
       name: { type: 'string' },
-      mimeType: { type: 'string' },
-      size: { type: 'integer' },
-      url: { type: 'string', format: 'uri' },
+      mimeType: { type: ['string', 'null'] },
+      size: { type: ['integer', 'null'], minimum: 0 },
+      url: { type: 'string', format: 'uri', description: 'Download URL, signed, valid until expiresAt (1 hour).' },
       expiresAt: { type: 'string', format: 'date-time' },
     },
+    required: ['id', 'name', 'mimeType', 'size', 'url', 'expiresAt'],
+    additionalProperties: false,
+  }),
+  writeSchema: () => ({
+    type: 'object',
+    description: 'A file uploaded for this row (file-upload-url, then PUT), and the name to offer it under. A value as read may be written back.',
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      name: { type: 'string', minLength: 1, maxLength: MAX_FILE_NAME_LENGTH, pattern: '^[^/\\\\"\\u0000-\\u001f\\u007f-\\u009f]+$' },
+      mimeType: {},
+      size: {},
+      url: {},
+      expiresAt: {},
+    },
     required: ['id', 'name'],
+    additionalProperties: false,
   }),
 };
