@@ -1,6 +1,7 @@
 import iconv from 'iconv-lite';
+import { toCp932Spelling } from './cp932.ts';
 
-/** The export text encodings: UTF-8, UTF-8 with a BOM for spreadsheet software, and Shift_JIS. */
+/** The export text encodings: UTF-8, UTF-8 with a BOM for spreadsheet software, and Shift_JIS as Windows-31J (CP932). */
 
 export const EXPORT_ENCODINGS = ['utf8', 'utf8Bom', 'shiftJis'] as const;
 export type ExportEncoding = (typeof EXPORT_ENCODINGS)[number];
@@ -18,16 +19,18 @@ const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const NON_ASCII = /[^\x00-\x7f]+/g;
 
 /**
- * iconv-lite's Shift_JIS, which writes `?` for every character Shift_JIS cannot represent (emoji,
- * accented letters, …). It maps ASCII to the same bytes, so the ASCII runs that make up most of an
- * export (ids, timestamps, numbers, JSON) are copied natively and only the rest goes through it.
+ * Windows-31J (CP932), what Excel reads as Shift_JIS: iconv-lite's `cp932` codec, after the
+ * JIS-flavoured code points CP932 spells differently (〜 U+301C, − U+2212, …) have been replaced by
+ * CP932's own (cp932.ts). It writes `?` for every character CP932 cannot represent (emoji, accented
+ * letters, …). It maps ASCII to the same bytes, so the ASCII runs that make up most of an export
+ * (ids, timestamps, numbers, JSON) are copied natively and only the rest goes through it.
  */
-function shiftJis(text: string): Buffer {
+function windows31j(text: string): Buffer {
   const parts: Buffer[] = [];
   let last = 0;
   for (const m of text.matchAll(NON_ASCII)) {
     if (m.index > last) parts.push(Buffer.from(text.slice(last, m.index), 'latin1'));
-    parts.push(iconv.encode(m[0], 'Shift_JIS'));
+    parts.push(iconv.encode(toCp932Spelling(m[0]), 'cp932'));
     last = m.index + m[0].length;
   }
   if (last < text.length) parts.push(Buffer.from(text.slice(last), 'latin1'));
@@ -41,6 +44,6 @@ export function textEncoder(encoding: ExportEncoding): TextEncoder {
     case 'utf8Bom':
       return { charset: 'utf-8', preamble: BOM, encode: (text) => Buffer.from(text, 'utf8') };
     case 'shiftJis':
-      return { charset: 'shift_jis', preamble: Buffer.alloc(0), encode: shiftJis };
+      return { charset: 'shift_jis', preamble: Buffer.alloc(0), encode: windows31j };
   }
 }
