@@ -10,6 +10,7 @@ import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
 import { fileRoutes } from './http/file-routes.ts';
 import { openapiRoutes } from './http/openapi-routes.ts';
+import { importRoutes } from './http/import-routes.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   exportRoutes(app, rows);
   fileRoutes(app, rows);
   openapiRoutes(app, rows);
+  importRoutes(app, rows, config.maxFileBytes);
   await app.ready();
   return app;
 }

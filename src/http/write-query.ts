@@ -16,6 +16,8 @@ export function installWriteQueryRule(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!route.url.startsWith('/api/') || methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    // A write whose options are query parameters (its body is a file) checks them itself.
+    if ((route.config as { queryOptions?: boolean } | undefined)?.queryOptions) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
     route.preValidation = [...existing, rejectQuery];
   });

@@ -53,6 +53,14 @@ export interface FieldType {
   sortable: boolean;
   /** A read value (never null) as the text of one CSV/TSV cell, before quoting. */
   toText(value: unknown): string;
+  /**
+   * A CSV/TSV cell of an import (never empty: an empty cell is null) as the value written, which
+   * `parse` then checks; the inverse of toText. Default: the text itself. Not given for a type
+   * whose exported text cannot be written back (a file: its name, type and size, not the file).
+   */
+  fromText?(text: string): unknown;
+  /** Whether an imported file may carry the field (false: it is skipped, with a warning). Default true. */
+  importable?: boolean;
   /** The same text straight from a column value (never null), where that skips decoding. */
   textFromDb?(raw: unknown, codec: ValueCodec): string;
   /** The JSON text of its read value straight from a column value (never null), where that skips decoding; default: JSON.stringify(fromDb(raw)). */
@@ -74,12 +82,22 @@ export const textColumn = {
   toText: (value: unknown) => value as string,
 };
 
+/** An imported cell of a JSON-valued type: its JSON, or the text itself when it is none (parse then says why). */
+export function jsonFromText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 /** Codecs shared by the types stored as JSON columns. */
 export const jsonColumn = {
   toDb: (value: unknown, codec: ValueCodec) => codec.encodeJson(value),
   fromDb: (raw: unknown, codec: ValueCodec) => codec.decodeJson(raw),
-  // Structured values are exported as their JSON text.
+  // Structured values are exported as their JSON text, and imported from it.
   toText: (value: unknown) => JSON.stringify(value),
+  fromText: jsonFromText,
 };
 
 /** A JSON column's text as the export writes it: SQLite hands back the stored JSON text itself. */

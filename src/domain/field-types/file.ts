@@ -54,7 +54,9 @@ export const fileType: FieldType = {
     const file = value as StoredFile;
     return { id: file.id, name: file.name, mimeType: file.mimeType ?? null, size: file.size ?? null, ...link(file) };
   },
-  // Exports carry the file's name, type and size: never its contents or a download URL.
+  // Exports carry the file's name, type and size: never its contents or a download URL. So an
+  // import cannot bring a file back: the column is skipped, with a warning.
+  importable: false,
   toText: (value) => JSON.stringify(fileSummary(value)),
   toExport: (value) => {
     const { url: _url, expiresAt: _expiresAt, ...rest } = value as Record<string, unknown>;

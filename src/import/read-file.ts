@@ -1,0 +1,156 @@
+import { Readable } from 'node:stream';
+import { parse as csvParser } from 'csv-parse';
+import iconv from 'iconv-lite';
+import { HttpError, badRequest } from '../errors.ts';
+
+/**
+ * An imported file read as records, streamed: bytes → text (in the file's encoding, within the
+ * byte limit) → one record per CSV/TSV record or JSONL line, each with the line it starts on.
+ * The shapes are the ones rows-export writes (CONTRACT §7, issue "Spreadsheet round trip").
+ */
+
+export const IMPORT_FORMATS = ['csv', 'tsv', 'jsonl'] as const;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+export const IMPORT_ENCODINGS = ['utf8', 'utf8Bom', 'shiftJis'] as const;
+export type ImportEncoding = (typeof IMPORT_ENCODINGS)[number];
+
+/** One record of the file: a CSV/TSV record's cells, or a JSONL line's JSON value. */
+export type FileRecord = { line: number; cells: string[] } | { line: number; json: unknown };
+
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** A problem with the file as a whole or at a line: a 400 naming the line. */
+export const fileProblem = (line: number, message: string) => badRequest(`line ${line}: ${message}`, [{ path: `line ${line}`, message }]);
+
+const newlines = (text: string) => {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+};
+
+type Decode = (chunk: Buffer, end: boolean) => string;
+
+/** A streaming decoder; `line` says where a problem is. */
+function decoderFor(encoding: ImportEncoding, line: () => number): Decode {
+  if (encoding !== 'shiftJis') {
+    const utf8 = new TextDecoder('utf-8', { fatal: true });
+    return (chunk, end) => {
+      try {
+        return utf8.decode(chunk, { stream: !end });
+      } catch {
+        // Where: the first replacement character a lenient decoding of the chunk puts in.
+        const lenient = new TextDecoder('utf-8').decode(chunk);
+        throw fileProblem(line() + newlines(lenient.slice(0, Math.max(0, lenient.indexOf('\uFFFD')))), 'bytes that are not UTF-8 text');
+      }
+    };
+  }
+  // Windows-31J writes no U+FFFD: iconv-lite's decoder puts one where bytes are not CP932 text.
+  const cp932 = iconv.getDecoder('cp932');
+  return (chunk, end) => {
+    const text = cp932.write(chunk) + (end ? (cp932.end() ?? '') : '');
+    const bad = text.indexOf('\uFFFD');
+    if (bad !== -1) throw fileProblem(line() + newlines(text.slice(0, bad)), 'bytes that are not Shift_JIS (Windows-31J) text');
+    return text;
+  };
+}
+
+/**
+ * The file's text, a chunk at a time. A UTF-8 BOM is dropped and means UTF-8, whatever `encoding`
+ * says; `shiftJis` is Windows-31J (CP932), as exports write it. Bytes that are not text in the
+ * encoding, and more than `maxBytes` of them, end the file with an error.
+ */
+async function* decoded(body: AsyncIterable<Buffer>, encoding: ImportEncoding, maxBytes: number): AsyncGenerator<string> {
+  let bytes = 0;
+  let line = 1;
+  let decode: Decode | null = null;
+  // The first bytes wait until there are three of them: enough to tell a BOM.
+  let head: Buffer | null = Buffer.alloc(0);
+  const text = (chunk: Buffer, end: boolean): string => {
+    if (!decode) {
+      const bom = chunk.subarray(0, 3).equals(UTF8_BOM);
+      decode = decoderFor(bom ? 'utf8' : encoding, () => line);
+      if (bom) chunk = chunk.subarray(3);
+    }
+    const out = decode(chunk, end);
+    line += newlines(out);
+    return out;
+  };
+  for await (const chunk of body) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) throw new HttpError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes (ROWHOUSE_MAX_FILE_BYTES)`);
+    let next = chunk;
+    if (head) {
+      head = Buffer.concat([head, chunk]);
+      if (head.length < 3) continue;
+      next = head;
+      head = null;
+    }
+    const out = text(next, false);
+    if (out) yield out;
+  }
+  const out = text(head ?? Buffer.alloc(0), true);
+  if (out) yield out;
+}
+
+const CSV_MESSAGES: Record<string, string> = {
+  CSV_QUOTE_NOT_CLOSED: 'a quoted cell is not closed before the end of the file',
+  CSV_RECORD_INCONSISTENT_FIELDS_LENGTH: 'this record has another number of cells than the header',
+  CSV_INVALID_CLOSING_QUOTE: 'a quote inside a quoted cell must be doubled ("")',
+  CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE: 'text after the closing quote of a cell',
+};
+
+/** The records of a CSV or TSV file (RFC 4180 quoting, as exports write it), parsed by csv-parse. */
+async function* delimited(text: AsyncIterable<string>, delimiter: string): AsyncGenerator<FileRecord> {
+  const source = Readable.from(text);
+  const parser = source.pipe(csvParser({ delimiter, raw: true, relax_column_count: false }));
+  // pipe() does not pass errors on: the text's own (bytes that are not text, too many) end the parse.
+  source.once('error', (err) => parser.destroy(err));
+  let line = 1;
+  try {
+    for await (const { record, raw } of parser as AsyncIterable<{ record: string[]; raw: string }>) {
+      yield { line, cells: record };
+      line += newlines(raw);
+    }
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    const code = (err as { code?: string }).code;
+    if (code && code.startsWith('CSV_')) throw fileProblem(line, CSV_MESSAGES[code] ?? (err as Error).message);
+    throw err;
+  } finally {
+    source.destroy();
+    parser.destroy();
+  }
+}
+
+/** The lines of a JSONL file, each a JSON value; blank lines are skipped. */
+async function* jsonLines(text: AsyncIterable<string>): AsyncGenerator<FileRecord> {
+  let pending = '';
+  let line = 1;
+  const one = (source: string): FileRecord | null => {
+    const at = line++;
+    const trimmed = source.endsWith('\r') ? source.slice(0, -1) : source;
+    if (trimmed.trim() === '') return null;
+    try {
+      return { line: at, json: JSON.parse(trimmed) };
+    } catch {
+      throw fileProblem(at, 'not a JSON value');
+    }
+  };
+  for await (const chunk of text) {
+    pending += chunk;
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) !== -1) {
+      const record = one(pending.slice(0, nl));
+      pending = pending.slice(nl + 1);
+      if (record) yield record;
+    }
+  }
+  const last = one(pending);
+  if (last) yield last;
+}
+
+/** The records of an imported file, streamed from its bytes. */
+export function fileRecords(body: AsyncIterable<Buffer>, format: ImportFormat, encoding: ImportEncoding, maxBytes: number): AsyncGenerator<FileRecord> {
+  const text = decoded(body, encoding, maxBytes);
+  return format === 'jsonl' ? jsonLines(text) : delimited(text, format === 'csv' ? ',' : '\t');
+}

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { type RowCreate, checkRowCreate } from '../domain/row-values.ts';
+import { type ErrorDetail, HttpError, invalid } from '../errors.ts';
+import type { FileRow } from '../import/file-rows.ts';
+import { type Database, type Db, inTransaction } from './database.ts';
+import type { WriteContext } from './resources/resource-spec.ts';
+import type { RowStore } from './rows.ts';
+import type { TableDef } from './table-catalog.ts';
+
+/**
+ * Writes an imported file's rows (POST /rows-import), streamed in chunks: each row checked as the
+ * API checks a create, then written as bulk creates (or upserts) are. With `atomic` every row goes
+ * in one transaction, or none; without, each chunk commits by itself and the rows that fail are
+ * left out, counted and named.
+ */
+
+export interface ImportOptions {
+  mode: 'create' | 'upsert';
+  atomic: boolean;
+}
+
+/** One problem of an import: the line it starts on, the column (or '' for the whole row), what is wrong. */
+export interface ImportProblem {
+  line: number;
+  column: string;
+  message: string;
+}
+
+export interface ImportResult {
+  created: number;
+  updated: number;
+  failed: number;
+  problems: ImportProblem[];
+  warnings: string[];
+}
+
+/** Problems named one by one; beyond them only counted. */
+const MAX_PROBLEMS = 100;
+const CHUNK = 1000;
+
+interface Checked {
+  line: number;
+  input: RowCreate;
+}
+
+export class RowImporter {
+  constructor(
+    private readonly database: Database,
+    private readonly rows: RowStore,
+  ) {}
+
+  async import(table: TableDef, source: AsyncIterable<FileRow>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
+    const result = { created: 0, updated: 0, failed: 0, problems: [] as ImportProblem[] };
+    let seen = 0;
+    const problem = (line: number, column: string, message: string) => {
+      result.failed++;
+      if (result.problems.length < MAX_PROBLEMS) result.problems.push({ line, column, message });
+    };
+    /** The file's rows, checked, a chunk at a time; the rows with problems left out (and named). */
+    const chunks = async function* (): AsyncGenerator<Checked[]> {
+      let chunk: Checked[] = [];
+      for await (const { line, body } of source) {
+        seen++;
+        const details: ErrorDetail[] = [];
+        const input = checkRowCreate(body, table, '', details, options.mode === 'upsert');
+        if (details.length > 0) {
+          for (const d of details) problem(line, d.path.replace(/^values\./, ''), d.message);
+          continue;
+        }
+        chunk.push({ line, input });
+        if (chunk.length === CHUNK) {
+          yield chunk;
+          chunk = [];
+        }
+      }
+      if (chunk.length > 0) yield chunk;
+    };
+
+    if (options.atomic) {
+      try {
+        await inTransaction(this.database, async (tx) => {
+          let writing = true;
+          for await (const chunk of chunks()) {
+            // After the first problem nothing more is written: the rest is read for its problems.
+            if (!writing || result.failed > 0) continue;
+            try {
+              await this.write(tx, table, chunk, options, ctx, result);
+            } catch (err) {
+              writing = false;
+              if (!this.named(err, chunk, problem)) throw err;
+            }
+          }
+          if (seen === 0) throw invalid([{ path: 'line 2', message: 'the file has no rows' }], 'Invalid import: the file has no rows');
+          if (result.failed > 0) throw new ImportFailed();
+        });
+      } catch (err) {
+        if (!(err instanceof ImportFailed)) throw err;
+        throw invalid(
+          result.problems.map((p) => ({ path: p.column ? `line ${p.line}, column ${p.column}` : `line ${p.line}`, message: p.message })),
+          `Invalid import: ${result.failed} ${result.failed === 1 ? 'row has a problem' : 'rows have problems'}${result.failed > MAX_PROBLEMS ? ` (the first ${MAX_PROBLEMS} named)` : ''}; nothing was written`,
+        );
+      }
+      return result;
+    }
+
+    for await (const chunk of chunks()) {
+      try {
+        await inTransaction(this.database, (tx) => this.write(tx, table, chunk, options, ctx, result));
+      } catch {
+        // Some row of the chunk failed in the database (an id that exists): each row alone, to name it.
+        for (const one of chunk) {
+          try {
+            await inTransaction(this.database, (tx) => this.write(tx, table, [one], options, ctx, result));
+          } catch (err) {
+            if (!this.named(err, [one], problem)) throw err;
+          }
+        }
+      }
+    }
+    if (seen === 0) throw invalid([{ path: 'line 2', message: 'the file has no rows' }], 'Invalid import: the file has no rows');
+    return result;
+  }
+
+  /** Writes checked rows; counts what it did once the rows are in (a chunk that fails counts nothing). */
+  private async write(tx: Db, table: TableDef, chunk: Checked[], options: ImportOptions, ctx: WriteContext, result: { created: number; updated: number }): Promise<void> {
+    let created = 0;
+    let updated = 0;
+    const inserts: Checked[] = [];
+    for (const one of chunk) {
+      if (options.mode === 'upsert' && one.input.id !== undefined) {
+        const done = await this.rows.create(tx, table, one.input, ctx).catch((err) => {
+          throw err instanceof HttpError ? Object.assign(err, { importLine: one.line }) : err;
+        });
+        if (done.created) created++;
+        else updated++;
+      } else inserts.push(one);
+    }
+    await this.rows.insertMany(
+      tx,
+      table,
+      inserts.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values })),
+      ctx,
+      (k, err) => Object.assign(err, { importLine: inserts[k].line }),
+    );
+    result.created += created + inserts.length;
+    result.updated += updated;
+  }
+
+  /** Names a row's failure in the database (an id that exists) as its line's problem; false for any other error. */
+  private named(err: unknown, chunk: Checked[], problem: (line: number, column: string, message: string) => void): boolean {
+    if (!(err instanceof HttpError) || err.statusCode >= 500) return false;
+    const line = (err as { importLine?: number }).importLine ?? (chunk.length === 1 ? chunk[0].line : undefined);
+    if (line === undefined) return false;
+    problem(line, err.code === 'row_exists' ? 'id' : '', err.message);
+    return true;
+  }
+}
+
+/** Ends an atomic import's transaction (rolling it back) once its problems are counted. */
+class ImportFailed extends Error {}
