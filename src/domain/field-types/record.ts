@@ -13,5 +13,6 @@ export const recordType: FieldType = {
   jsonFromDb: jsonTextFromDb,
   filterOps: [],
   sortable: false,
-  valueSchema: () => ({ type: 'object' }),
+  // Any keys: openapi-typescript reads a bare object schema as one without keys (Record<string, never>).
+  valueSchema: () => ({ type: 'object', additionalProperties: true }),
 };
