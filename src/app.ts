@@ -11,6 +11,7 @@ import { rowsRoutes } from './http/rows-routes.ts';
 import { fileRoutes } from './http/file-routes.ts';
 import { openapiRoutes } from './http/openapi-routes.ts';
 import { importRoutes } from './http/import-routes.ts';
+import { changesRoutes } from './http/changes-routes.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
@@ -24,11 +25,15 @@ import { tablesSpec } from './store/resources/tables.ts';
 import { RowWriter } from './store/row-writes.ts';
 import { RowStore } from './store/rows.ts';
 import { TableCatalog } from './store/table-catalog.ts';
+import { ChangeLog } from './store/change-log.ts';
+import { recordJson } from './render/row-json.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** File attachments, for the sweeper (server.ts) and tests. */
     files: Files;
+    /** The change log (null when turned off), for its retention (server.ts) and tests. */
+    changes: ChangeLog | null;
   }
 }
 
@@ -86,10 +91,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('files', files);
   app.addHook('onClose', () => files.close());
 
-  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, files)]) {
+  const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect)) : undefined;
+  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, { files, changes })]) {
     resourceRoutes(app, new ResourceStore(spec, database));
   }
-  const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files);
+  app.decorate('changes', changes ?? null);
+  const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
@@ -97,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   fileRoutes(app, rows);
   openapiRoutes(app, rows);
   importRoutes(app, rows, config.maxFileBytes);
+  if (changes) changesRoutes(app, rows, changes);
   await app.ready();
   return app;
 }

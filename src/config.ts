@@ -16,6 +16,10 @@ export interface Config {
   maxBodyBytes: number;
   maxFileBytes: number;
   uploadTtlSeconds: number;
+  /** How long the change log keeps changes. */
+  changesRetentionSeconds: number;
+  /** Whether row writes are recorded in the change log: only off to measure what it costs (bench/). */
+  changeLog: boolean;
   /** Bounded wait for requests in flight on shutdown. */
   shutdownTimeoutMs: number;
   logLevel: string;
@@ -36,6 +40,8 @@ const SETTINGS = {
   maxBodyBytes: { env: 'ROWHOUSE_MAX_BODY_BYTES', flag: 'max-body-bytes' },
   maxFileBytes: { env: 'ROWHOUSE_MAX_FILE_BYTES', flag: 'max-file-bytes' },
   uploadTtlSeconds: { env: 'ROWHOUSE_UPLOAD_TTL_SECONDS', flag: 'upload-ttl-seconds' },
+  changesRetentionSeconds: { env: 'ROWHOUSE_CHANGES_RETENTION_SECONDS', flag: 'changes-retention-seconds' },
+  changeLog: { env: 'ROWHOUSE_CHANGE_LOG', flag: 'change-log' },
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
 } as const;
 
@@ -117,9 +123,16 @@ export function loadConfig(
     maxBodyBytes: integer(label('maxBodyBytes'), get('maxBodyBytes') ?? String(16 * 1024 * 1024), 1024, 2 ** 31),
     maxFileBytes: integer(label('maxFileBytes'), get('maxFileBytes') ?? String(100 * 1024 * 1024), 1, 2 ** 40),
     uploadTtlSeconds: integer(label('uploadTtlSeconds'), get('uploadTtlSeconds') ?? '86400', 1, 2 ** 31),
+    changesRetentionSeconds: integer(label('changesRetentionSeconds'), get('changesRetentionSeconds') ?? String(7 * 86400), 1, 2 ** 31),
+    changeLog: onOff(label('changeLog'), get('changeLog') ?? 'on'),
     shutdownTimeoutMs: 10_000,
     logLevel,
   };
+}
+
+function onOff(name: string, value: string): boolean {
+  if (value !== 'on' && value !== 'off') throw new ConfigError(`${name} must be on or off, got "${value}"`);
+  return value === 'on';
 }
 
 /** Parses `rowhouse serve` style flags into the shape loadConfig takes. */

@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   schema_changed: 409,
   /** An upload to a file that is attached to a row: its bytes cannot change. */
   file_attached: 409,
+  /** A changes feed cursor older than the changes kept: what came after it is gone. */
+  changes_gone: 410,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

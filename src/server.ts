@@ -15,11 +15,14 @@ export interface RunningServer {
 /**
  * Deletes uploads never attached once older than the TTL, and the bytes of released files a
  * crash left behind: at start and then every minute (more often for a TTL under two minutes).
- * Every instance sweeps; the claims in rh_files make each file deleted once.
+ * Every instance sweeps; the claims in rh_files make each file deleted once. Changes older than
+ * their retention go at the same times.
  */
-function sweepFiles(app: FastifyInstance, config: Config): NodeJS.Timeout {
+function sweepFiles(app: FastifyInstance, config: Config, database: Database): NodeJS.Timeout {
   const sweep = () => {
     app.files.sweep().catch((err) => app.log.warn(`sweeping files: ${(err as Error).message}`));
+    const cutoff = new Date(Date.now() - config.changesRetentionSeconds * 1000).toISOString();
+    app.changes?.purge(database.db, cutoff).catch((err) => app.log.warn(`deleting old changes: ${(err as Error).message}`));
   };
   sweep();
   const timer = setInterval(sweep, Math.min(60, Math.max(1, config.uploadTtlSeconds / 2)) * 1000);
@@ -41,7 +44,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     }
     const app = await buildApp({ config, database, secret: boot.secret });
     await app.listen({ port: config.port, host: config.host });
-    const sweeper = sweepFiles(app, config);
+    const sweeper = sweepFiles(app, config, database);
     out(`Rowhouse is listening on ${config.publicUrl} (database: ${database.dialect.name})`);
 
     let stopping: Promise<void> | null = null;

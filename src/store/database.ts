@@ -66,13 +66,16 @@ const MAX_ATTEMPTS = 5;
  */
 export async function inTransaction<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const committed: (() => void)[] = [];
+    const hooks: TransactionHooks = { beforeCommit: [], afterCommit: [] };
     try {
-      const result = await database.db.transaction().execute((tx) => {
-        afterCommits.set(tx, committed);
-        return work(tx);
+      const result = await database.db.transaction().execute(async (tx) => {
+        transactionHooks.set(tx, hooks);
+        const done = await work(tx);
+        // Work that registers more before-commit work (rare) is run too, in order.
+        for (let i = 0; i < hooks.beforeCommit.length; i++) await hooks.beforeCommit[i]();
+        return done;
       });
-      for (const then of committed) then();
+      for (const then of hooks.afterCommit) then();
       return result;
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !database.dialect.isRetryable(err)) throw err;
@@ -82,7 +85,11 @@ export async function inTransaction<T>(database: Database, work: (tx: Db) => Pro
   }
 }
 
-const afterCommits = new WeakMap<Db, (() => void)[]>();
+interface TransactionHooks {
+  beforeCommit: (() => Promise<void>)[];
+  afterCommit: (() => void)[];
+}
+const transactionHooks = new WeakMap<Db, TransactionHooks>();
 
 /**
  * Runs `then` once the transaction `tx` has committed (never after a rollback); outside a
@@ -90,10 +97,22 @@ const afterCommits = new WeakMap<Db, (() => void)[]>();
  * the change is there to stay, like deleting the bytes of a file the change let go of.
  */
 export function afterCommit(tx: Db, then: () => void): void {
-  const pending = afterCommits.get(tx);
-  if (pending) pending.push(then);
+  const hooks = transactionHooks.get(tx);
+  if (hooks) hooks.afterCommit.push(then);
   else if (tx.isTransaction) throw new Error('afterCommit: a transaction not begun by inTransaction');
   else then();
+}
+
+/**
+ * Runs `last` in the transaction `tx` after its work, just before it commits: for statements
+ * that are best made once per transaction, as late as possible (the change log takes its
+ * sequence numbers there, holding its lock for no longer than the commit). `tx` must be a
+ * transaction begun by inTransaction.
+ */
+export function beforeCommit(tx: Db, last: () => Promise<void>): void {
+  const hooks = transactionHooks.get(tx);
+  if (!hooks) throw new Error('beforeCommit: a transaction not begun by inTransaction');
+  hooks.beforeCommit.push(last);
 }
 
 /** Runs a compiled SELECT, on SQLite's read connection when outside a transaction. */

@@ -34,6 +34,8 @@ export interface Dialect extends ValueCodec {
   rowsPerInsert(columns: number): number;
   /** Whether SELECT … FOR UPDATE exists and is needed: SQLite runs one write transaction at a time. */
   lockRows: boolean;
+  /** Whether a WITH may hold an INSERT … RETURNING (PostgreSQL): two writes in one statement, one round trip. */
+  writingWith: boolean;
   /**
    * Text longer than this many characters may not fit an index entry (PostgreSQL's B-tree holds
    * about 2.7 KB): text is indexed and sorted by this prefix first, then by its whole value.
@@ -105,6 +107,7 @@ export const sqliteDialect: Dialect = {
   lockMigrations: async () => {},
   canAlterNullability: false,
   lockRows: false,
+  writingWith: false,
   textKeyPrefix: null,
   rowsPerInsert: () => 1,
   nullsFirstByDefault: (direction) => direction === 'asc',
@@ -140,6 +143,7 @@ export const postgresDialect: Dialect = {
   },
   canAlterNullability: true,
   lockRows: true,
+  writingWith: true,
   // 256 characters are at most 1 KiB of UTF-8: with a 128-character id the entry stays well within a B-tree page's third.
   textKeyPrefix: 256,
   // PostgreSQL binds at most 65,535 parameters per statement.

@@ -49,6 +49,19 @@ export interface Meta {
     options: StoredJson;
   };
   rh_migrations: { version: number; name: string; appliedAt: string };
+  /** Every committed row change (change-log.ts). `row` and `changedFields` are JSON text. */
+  rh_changes: {
+    tableId: string;
+    sequence: number;
+    type: 'create' | 'update' | 'delete';
+    rowId: string;
+    row: string | null;
+    changedFields: string | null;
+    occurredAt: string;
+    memberId: string | null;
+  };
+  /** Per table: the last sequence taken, and the last one retention has deleted. */
+  rh_change_counters: { tableId: string; last: number; purgedThrough: number };
   /** An upload URL issued, and what became of it (files/files.ts). */
   rh_files: {
     id: string;

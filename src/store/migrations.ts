@@ -181,6 +181,33 @@ const migrations: Migration[] = [
       await db.schema.createIndex('rh_files_released').on('rh_files').column('releasedAt').execute();
     },
   },
+  {
+    version: 6,
+    name: 'change log',
+    async up(db, dialect) {
+      // change-log.ts: every committed row change, numbered per table in commit order.
+      const text = type(dialect, 'text');
+      await db.schema
+        .createTable('rh_changes')
+        .addColumn('tableId', text, (c) => c.notNull())
+        .addColumn('sequence', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('type', text, (c) => c.notNull())
+        .addColumn('rowId', text, (c) => c.notNull())
+        .addColumn('row', text)
+        .addColumn('changedFields', text)
+        .addColumn('occurredAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addColumn('memberId', text)
+        .addPrimaryKeyConstraint('rh_changes_key', ['tableId', 'sequence'])
+        .execute();
+      await db.schema.createIndex('rh_changes_occurred').on('rh_changes').column('occurredAt').execute();
+      await db.schema
+        .createTable('rh_change_counters')
+        .addColumn('tableId', text, (c) => c.primaryKey())
+        .addColumn('last', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('purgedThrough', type(dialect, 'integer'), (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

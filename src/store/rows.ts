@@ -17,6 +17,7 @@ import type { PlannerStatistics } from './statistics.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from './table-catalog.ts';
+import type { ChangeLog, RowChange } from './change-log.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -63,7 +64,18 @@ export class RowStore {
     private readonly runEach?: Database['runEach'],
     /** File attachments: a write to a table with file fields attaches and releases files in its transaction. */
     private readonly files?: FileAttachments,
+    /** The change log: every row write is recorded in its transaction. */
+    private readonly changes?: ChangeLog,
   ) {}
+
+  /** Records changes in the change log (written when the transaction commits). */
+  private logged(db: Db, table: TableDef, ctx: WriteContext, changes: RowChange[]): void {
+    this.changes?.record(db, table, ctx, changes);
+  }
+
+  private static updated(row: RawRow, values: Map<FieldDef, unknown>): RowChange {
+    return { type: 'update', rowId: row.id as string, row, changedFields: [...values.keys()].map((f) => f.code) };
+  }
 
   /** Before a row is written: its file values checked and attached, the files they replace released. */
   private async attachFiles(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, now: string): Promise<void> {
@@ -72,9 +84,12 @@ export class RowStore {
     await this.files.beforeWrite(db, table, id, values, now);
   }
 
-  /** Whether a write to the table must run in a transaction of its own even when it is one statement. */
+  /**
+   * Whether a write to the table must run in a transaction of its own even when it is one
+   * statement: with the change log (its entry goes in with the change), or files to attach.
+   */
   needsTransaction(table: TableDef): boolean {
-    return table.hasFiles && this.files !== undefined;
+    return this.changes !== undefined || (table.hasFiles && this.files !== undefined);
   }
 
   /** Row writes move the planner's statistics; counted when made (a rollback only makes a refresh come early). */
@@ -169,6 +184,7 @@ export class RowStore {
     try {
       const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
       this.wrote(table, 1);
+      this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
       return rows[0];
     } catch (err) {
       throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
@@ -180,6 +196,7 @@ export class RowStore {
     await this.attachFiles(db, table, id, values, ctx.now);
     const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
     this.wrote(table, rows.length);
+    if (rows[0]) this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
     return rows[0];
   }
 
@@ -202,6 +219,7 @@ export class RowStore {
     );
     const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
     this.wrote(table, rows.length);
+    if (rows[0]) this.logged(db, table, ctx, [RowStore.updated(rows[0], values)]);
     return rows[0];
   }
 
@@ -257,7 +275,9 @@ export class RowStore {
     );
     const [raw] = (await t.run(db, this.newRow(table, id, values, ctx))).rows;
     this.wrote(table, 1);
-    return { created: raw.inserted === true, row: raw };
+    const created = raw.inserted === true;
+    this.logged(db, table, ctx, [created ? { type: 'create', rowId: id, row: raw, changedFields: null } : RowStore.updated(raw, values)]);
+    return { created, row: raw };
   }
 
   /** The ids among `ids` that exist in the table. */
@@ -323,11 +343,13 @@ export class RowStore {
     }
     this.wrote(table, rows.length);
     // The rows as the database would return them: the values as bound, which decode and render alike.
-    return rows.map((row) => {
+    const written = rows.map((row) => {
       const raw: RawRow = {};
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
       return raw;
     });
+    this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    return written;
   }
 
   async deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void> {
@@ -336,6 +358,7 @@ export class RowStore {
       await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
     }
     this.wrote(table, ids.length);
+    this.logged(db, table, ctx, ids.map((rowId) => ({ type: 'delete', rowId, row: null, changedFields: null })));
   }
 
   async delete(db: Db, table: TableDef, id: string, ctx: WriteContext): Promise<boolean> {
@@ -344,6 +367,7 @@ export class RowStore {
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
     const deleted = Number((await t.run(db, [id])).numAffectedRows ?? 0);
     this.wrote(table, deleted);
+    if (deleted > 0) this.logged(db, table, ctx, [{ type: 'delete', rowId: id, row: null, changedFields: null }]);
     return deleted > 0;
   }
 

@@ -10,7 +10,7 @@ import type { MetaDb } from '../meta-schema.ts';
 import type { Dialect } from '../dialect.ts';
 import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
 import { loadFields } from '../table-catalog.ts';
-import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows } from '../user-tables.ts';
+import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows, physicalTable } from '../user-tables.ts';
 import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /** Table definitions (CONTRACT §4): metadata rows plus the DDL of the real table, in one transaction. */
@@ -196,12 +196,13 @@ async function releaseCodes(tx: MetaDb, tableId: string): Promise<void> {
   await tx.updateTable('rh_fields').set({ code: sql`'~' || ${sql.ref('id')}` }).where('tableId', '=', tableId).execute();
 }
 
-/** What deleting a table or some of its fields asks of file attachments: to let go of their files. */
-export interface TableFiles {
-  releaseTable(tx: Db, tableId: string, fieldIds?: string[]): Promise<void>;
+/** What deleting a table or some of its fields asks of the rest: file attachments let go of their files, the change log records its rows' deletion. */
+export interface TableDeletion {
+  files?: { releaseTable(tx: Db, tableId: string, fieldIds?: string[]): Promise<void> };
+  changes?: { tableDeleted(tx: Db, table: { id: string; physical: string }, ctx: WriteContext): Promise<void> };
 }
 
-export function tablesSpec(dialect: Dialect, files?: TableFiles): ResourceSpec {
+export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion = {}): ResourceSpec {
   /**
    * Changes of one table take turns: the second waits here until the first commits, then reads the
    * fields as they are now (on PostgreSQL; SQLite runs one write transaction at a time anyway).
@@ -261,8 +262,9 @@ export function tablesSpec(dialect: Dialect, files?: TableFiles): ResourceSpec {
         }
         if (problems.length > 0) throw invalid(problems, 'Invalid table');
       },
-      async beforeDelete(tx, item) {
+      async beforeDelete(tx, item, ctx) {
         await lockTable(tx, item.id);
+        await changes?.tableDeleted(tx, { id: item.id, physical: physicalTable(item.id) }, ctx);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
         await dropUserTable(tx, item.id);
         await files?.releaseTable(tx, item.id);

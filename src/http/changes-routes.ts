@@ -1,0 +1,95 @@
+import { once } from 'node:events';
+import type { FastifyInstance } from 'fastify';
+import type { ErrorDetail } from '../errors.ts';
+import { HttpError, invalid } from '../errors.ts';
+import { JSON_TYPE } from '../render/row-json.ts';
+import type { ChangeLog } from '../store/change-log.ts';
+import type { Meta } from '../store/meta-schema.ts';
+import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+
+/**
+ * GET /api/tables/{t}/changes?after&limit&wait (issue "Change events", item 2): the table's
+ * change log in sequence order, from a cursor the consumer keeps.
+ */
+
+const PARAMS = ['after', 'limit', 'wait'];
+/** While a long poll waits, how often it looks for changes another instance committed. */
+const POLL_MS = 500;
+
+interface FeedQuery {
+  after: number | undefined;
+  limit: number;
+  wait: number;
+}
+
+function integer(query: Record<string, unknown>, name: string, min: number, max: number, details: ErrorDetail[]): number | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < min || Number(value) > max) {
+    details.push({ path: name, message: `must be an integer from ${min} to ${max}` });
+    return undefined;
+  }
+  return Number(value);
+}
+
+function feedQuery(query: Record<string, unknown>): FeedQuery {
+  const details: ErrorDetail[] = [];
+  for (const key of Object.keys(query)) {
+    if (!PARAMS.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${PARAMS.join(', ')}` });
+  }
+  const after = integer(query, 'after', 0, Number.MAX_SAFE_INTEGER, details);
+  const limit = integer(query, 'limit', 1, 1000, details) ?? 100;
+  const wait = integer(query, 'wait', 1, 30, details) ?? 0;
+  if (details.length > 0) throw invalid(details, 'Invalid changes query');
+  return { after, limit, wait };
+}
+
+/** One change as the feed answers it; row and changedFields are spliced in as the JSON text they are kept as. */
+function changeJson(c: Meta['rh_changes']): string {
+  return (
+    `{"sequence":${Number(c.sequence)},"type":${JSON.stringify(c.type)},"tableId":${JSON.stringify(c.tableId)},"rowId":${JSON.stringify(c.rowId)},` +
+    `"row":${c.row ?? 'null'},"changedFields":${c.changedFields ?? 'null'},"occurredAt":"${c.occurredAt}","memberId":${JSON.stringify(c.memberId)}}`
+  );
+}
+
+export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeLog): void {
+  app.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes', async (request, reply) => {
+    const table = await tableOr404(deps, request.params.table);
+    const q = feedQuery(request.query);
+    const db = deps.database.db;
+    const purged = await log.purgedThrough(db, table.id);
+    if (q.after !== undefined && q.after < purged) {
+      throw new HttpError('changes_gone', `Changes after ${q.after} are no longer kept (ROWHOUSE_CHANGES_RETENTION_SECONDS); the oldest kept come after ${purged}. Read the table again, then follow the feed from there.`);
+    }
+    const after = q.after ?? purged;
+    let changes = await log.read(db, table.id, after, q.limit);
+    if (changes.length === 0 && q.wait > 0) {
+      // Long poll: woken by a commit of this instance, or by the next look for other instances' commits.
+      const deadline = Date.now() + q.wait * 1000;
+      const gone = new AbortController();
+      request.raw.once('close', () => gone.abort());
+      while (changes.length === 0 && Date.now() < deadline && !gone.signal.aborted) {
+        // A timer of its own, not AbortSignal.timeout(): that one does not keep the process waiting.
+        const look = new AbortController();
+        const timer = setTimeout(() => look.abort(), Math.min(POLL_MS, deadline - Date.now()));
+        await waitFor(log, table.id, AbortSignal.any([gone.signal, look.signal]));
+        clearTimeout(timer);
+        changes = await log.read(db, table.id, after, q.limit);
+      }
+    }
+    const nextCursor = changes.length > 0 ? Number(changes[changes.length - 1].sequence) : after;
+    return reply.type(JSON_TYPE).send(`{"data":[${changes.map(changeJson).join(',')}],"nextCursor":${nextCursor}}`);
+  });
+}
+
+/** Resolves when a commit adds entries of the table, or when `signal` aborts. */
+async function waitFor(log: ChangeLog, tableId: string, signal: AbortSignal): Promise<void> {
+  try {
+    for (;;) {
+      const [id] = await once(log.committed, 'table', { signal });
+      if (id === tableId) return;
+    }
+  } catch {
+    // aborted: time to look again, or the client has gone
+  }
+}

@@ -1,0 +1,163 @@
+import { sql } from 'kysely';
+import { EventEmitter } from 'node:events';
+import { type Db, afterCommit, beforeCommit, readRows } from './database.ts';
+import type { Dialect } from './dialect.ts';
+import type { Meta, MetaDb } from './meta-schema.ts';
+import type { RawRow } from './rows.ts';
+import type { TableDef } from './table-catalog.ts';
+
+/**
+ * The change log (issue "Change events", item 1): one entry per committed row create, update and
+ * delete, written in the transaction that makes the change, so a rollback leaves none. Entries are
+ * numbered per table: each transaction takes its numbers just before it commits, by raising the
+ * table's counter row, whose lock it then holds until it commits. So numbers increase in commit
+ * order, and a reader that has seen number n has seen every number below it that will ever
+ * exist (on SQLite writes take turns anyway).
+ */
+
+export type ChangeType = 'create' | 'update' | 'delete';
+
+/** A change as a write reports it; `row` is the row after it, as the database returns it (null for a delete). */
+export interface RowChange {
+  type: ChangeType;
+  rowId: string;
+  row: RawRow | null;
+  /** The field codes an update wrote; null for a create or delete. */
+  changedFields: string[] | null;
+}
+
+interface Pending {
+  table: TableDef;
+  memberId: string;
+  occurredAt: string;
+  changes: RowChange[];
+}
+
+/** Entries per insert statement (8 columns each, well within both databases' limits on bound values). */
+const PER_STATEMENT = 500;
+
+export class ChangeLog {
+  private readonly pending = new WeakMap<Db, Map<string, Pending>>();
+  /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
+  readonly committed = new EventEmitter();
+
+  constructor(
+    private readonly dialect: Dialect,
+    /** The row record's JSON text (render/row-json.ts), as the entry keeps it. */
+    private readonly render: (table: TableDef, row: RawRow) => string,
+  ) {
+    this.committed.setMaxListeners(0);
+  }
+
+  /** Notes changes made in the transaction `tx`; they are written just before it commits. */
+  record(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, changes: RowChange[]): void {
+    if (changes.length === 0) return;
+    let byTable = this.pending.get(tx);
+    if (!byTable) {
+      const tables = new Map<string, Pending>();
+      byTable = tables;
+      this.pending.set(tx, tables);
+      beforeCommit(tx, () => this.write(tx, tables));
+      afterCommit(tx, () => {
+        for (const id of tables.keys()) this.committed.emit('table', id);
+      });
+    }
+    let entry = byTable.get(table.id);
+    if (!entry) {
+      entry = { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: [] };
+      byTable.set(table.id, entry);
+    }
+    for (const c of changes) entry.changes.push(c);
+  }
+
+  /** Takes each table's numbers and writes its entries, tables in id order (so two writers never wait on each other in a cycle). */
+  private async write(tx: Db, tables: Map<string, Pending>): Promise<void> {
+    for (const id of [...tables.keys()].sort()) {
+      const { table, changes, memberId, occurredAt } = tables.get(id) as Pending;
+      for (let i = 0; i < changes.length; i += PER_STATEMENT) {
+        const entries = changes.slice(i, i + PER_STATEMENT).map((c) => ({
+          type: c.type,
+          rowId: c.rowId,
+          row: c.row === null ? null : this.render(table, c.row),
+          changedFields: c.changedFields === null ? null : JSON.stringify(c.changedFields),
+        }));
+        if (this.dialect.writingWith) await this.takeAndInsert(tx, id, entries, occurredAt, memberId);
+        else {
+          let sequence = (await this.take(tx as MetaDb, id, entries.length)) - entries.length;
+          await (tx as MetaDb)
+            .insertInto('rh_changes')
+            .values(entries.map((e) => ({ tableId: id, sequence: ++sequence, ...e, occurredAt, memberId })))
+            .execute();
+        }
+      }
+    }
+  }
+
+  /** Raises the table's counter by `n` (locking its row until commit); answers the last number taken. */
+  private async take(tx: MetaDb, tableId: string, n: number): Promise<number> {
+    const row = await tx
+      .insertInto('rh_change_counters')
+      .values({ tableId, last: n, purgedThrough: 0 })
+      .onConflict((oc) => oc.column('tableId').doUpdateSet({ last: sql`${sql.ref('rh_change_counters.last')} + ${n}` }))
+      .returning('last')
+      .executeTakeFirstOrThrow();
+    return Number(row.last);
+  }
+
+  /** The counter raised and the entries written by one statement (PostgreSQL): one round trip. */
+  private async takeAndInsert(tx: Db, tableId: string, entries: Omit<Meta['rh_changes'], 'tableId' | 'sequence' | 'occurredAt' | 'memberId'>[], occurredAt: string, memberId: string): Promise<void> {
+    const n = entries.length;
+    const values = sql.join(entries.map((e, k) => sql`(${k + 1}::int, ${e.type}, ${e.rowId}, ${e.row}, ${e.changedFields})`));
+    await sql`with c as (
+        insert into rh_change_counters ("tableId", "last", "purgedThrough") values (${tableId}, ${n}, 0)
+        on conflict ("tableId") do update set "last" = rh_change_counters."last" + ${n}
+        returning "last")
+      insert into rh_changes ("tableId", "sequence", "type", "rowId", "row", "changedFields", "occurredAt", "memberId")
+      select ${tableId}, c."last" - ${n} + v.k, v.type, v.row_id, v.row, v.changed, cast(${occurredAt} as timestamptz), ${memberId}
+      from c, (values ${values}) as v(k, type, row_id, row, changed)`.execute(tx);
+  }
+
+  /**
+   * A table being deleted: a delete entry for each of its rows, numbered in id order, made by one
+   * statement in the deleting transaction.
+   */
+  async tableDeleted(tx: Db, table: { id: string; physical: string }, ctx: { memberId: string; now: string }): Promise<void> {
+    const { count } = (await tx.selectFrom(table.physical).select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow()) as { count: number };
+    const n = Number(count);
+    if (n === 0) return;
+    const last = await this.take(tx as MetaDb, table.id, n);
+    const occurredAt = this.dialect.name === 'postgres' ? sql`cast(${ctx.now} as timestamptz)` : sql`${ctx.now}`;
+    await sql`insert into rh_changes ("tableId", "sequence", "type", "rowId", "row", "changedFields", "occurredAt", "memberId")
+      select ${table.id}, cast(${last - n} as bigint) + row_number() over (order by id), 'delete', id, null, null, ${occurredAt}, ${ctx.memberId}
+      from ${sql.table(table.physical)}`.execute(tx);
+    afterCommit(tx, () => this.committed.emit('table', table.id));
+  }
+
+  /** Entries of a table after `after`, in order, as stored (their row and fields as JSON text). */
+  async read(db: Db, tableId: string, after: number, limit: number): Promise<Meta['rh_changes'][]> {
+    const query = (db as MetaDb).selectFrom('rh_changes').selectAll().where('tableId', '=', tableId).where('sequence', '>', after).orderBy('sequence').limit(limit).compile();
+    return (await readRows(db, query)) as Meta['rh_changes'][];
+  }
+
+  /** The last number retention has deleted of a table's entries (0 when none). */
+  async purgedThrough(db: Db, tableId: string): Promise<number> {
+    const query = (db as MetaDb).selectFrom('rh_change_counters').select('purgedThrough').where('tableId', '=', tableId).compile();
+    const [row] = await readRows(db, query);
+    return row ? Number(row.purgedThrough) : 0;
+  }
+
+  /** Deletes entries that occurred before `cutoff`, table by table, remembering how far each went. */
+  async purge(db: MetaDb, cutoff: string): Promise<number> {
+    const ends = await db.selectFrom('rh_changes').select(['tableId', (eb) => eb.fn.max('sequence').as('through')]).where('occurredAt', '<', cutoff).groupBy('tableId').execute();
+    let deleted = 0;
+    for (const { tableId, through } of ends) {
+      const n = Number(through);
+      await db.transaction().execute(async (tx) => {
+        const r = await tx.deleteFrom('rh_changes').where('tableId', '=', tableId).where('sequence', '<=', n).executeTakeFirst();
+        deleted += Number(r.numDeletedRows);
+        await tx.updateTable('rh_change_counters').set({ purgedThrough: n }).where('tableId', '=', tableId).where('purgedThrough', '<', n).execute();
+      });
+    }
+    return deleted;
+  }
+}

@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+
+/**
+ * The change log and its feed (issue "Change events", items 1 and 2): one change per committed
+ * row write, none for a rolled-back one, numbered in commit order, read from a cursor.
+ */
+
+interface Change {
+  sequence: number;
+  type: string;
+  tableId: string;
+  rowId: string;
+  row: Record<string, any> | null;
+  changedFields: string[] | null;
+  occurredAt: string;
+  memberId: string;
+}
+
+eachDatabase('changes: the log and its feed', (kind) => {
+  let t: TestApp;
+  let seq = 0;
+  before(async () => {
+    t = await startApp(kind);
+  });
+  after(() => t.close());
+
+  async function table(): Promise<{ code: string; id: string }> {
+    const code = `c_${++seq}`;
+    const r = await t.post('/api/tables', { code, name: code, fields: [{ code: 'title', type: 'text' }, { code: 'n', type: 'number' }] });
+    assert.equal(r.status, 201, r.text);
+    return { code, id: r.body.id };
+  }
+  async function feed(code: string, query: Record<string, string> = {}): Promise<{ data: Change[]; nextCursor: number }> {
+    const r = await t.get(`/api/tables/${code}/changes`, { query });
+    assert.equal(r.status, 200, r.text);
+    return r.body;
+  }
+  /** Every change kept, following nextCursor. */
+  async function all(code: string): Promise<Change[]> {
+    const out: Change[] = [];
+    let cursor: number | undefined;
+    for (;;) {
+      const page = await feed(code, { limit: '7', ...(cursor === undefined ? {} : { after: String(cursor) }) });
+      out.push(...page.data);
+      if (page.data.length === 0) return out;
+      cursor = page.nextCursor;
+    }
+  }
+
+  it('records single, bulk, batch and upsert writes, with the row after each', async () => {
+    const { code, id } = await table();
+    const created = await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: { title: 'one', n: 1 } });
+    const updated = await t.patch(`/api/tables/${code}/rows/r1`, { values: { n: 2 } });
+    assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'b1', values: { title: 'b1' } }, { id: 'b2', values: {} }] })).status, 201);
+    assert.equal((await t.patch(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'b1', values: { title: 'B1' } }] })).status, 200);
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'b2', values: { n: 5 }, options: { upsert: true } })).status, 200);
+    assert.equal((await t.post('/api/rows-batch', { operations: [{ type: 'create', tableId: code, id: 'x1', values: {} }, { type: 'delete', tableId: code, id: 'b1' }] })).status, 200);
+    assert.equal((await t.delete(`/api/tables/${code}/rows-bulk`, { ids: ['x1'] })).status, 200);
+    assert.equal((await t.delete(`/api/tables/${code}/rows/r1`)).status, 204);
+
+    const changes = await all(code);
+    assert.deepEqual(changes.map((c) => [c.sequence, c.type, c.rowId]), [
+      [1, 'create', 'r1'], [2, 'update', 'r1'], [3, 'create', 'b1'], [4, 'create', 'b2'], [5, 'update', 'b1'],
+      [6, 'update', 'b2'], [7, 'create', 'x1'], [8, 'delete', 'b1'], [9, 'delete', 'x1'], [10, 'delete', 'r1'],
+    ]);
+    assert.deepEqual(changes[0].row, created.body);
+    assert.deepEqual(changes[1].row, updated.body);
+    assert.deepEqual(changes[1].changedFields, ['n']);
+    assert.equal(changes[0].changedFields, null);
+    assert.equal(changes[9].row, null);
+    for (const c of changes) {
+      assert.equal(c.tableId, id);
+      assert.equal(c.memberId, t.ownerId);
+      assert.match(c.occurredAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+  });
+
+  it('records nothing for a write that fails or rolls back', async () => {
+    const { code } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: {} })).status, 201);
+    const failed = await t.post('/api/rows-batch', { operations: [{ type: 'create', tableId: code, id: 'r2', values: {} }, { type: 'update', tableId: code, id: 'nope', values: {} }] });
+    expectError(failed, 404);
+    expectError(await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'r3', values: {} }, { id: 'r1', values: {} }] }), 409);
+    expectError(await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: {} }), 409);
+    expectError(await t.patch(`/api/tables/${code}/rows/nope`, { values: {} }), 404);
+    assert.deepEqual((await all(code)).map((c) => c.rowId), ['r1']);
+  });
+
+  it('pages by nextCursor: the last sequence returned, or `after` when none', async () => {
+    const { code } = await table();
+    const data = Array.from({ length: 25 }, (_, i) => ({ id: `r${i}`, values: { n: i } }));
+    assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data })).status, 201);
+    const first = await feed(code, { limit: '10' });
+    assert.deepEqual(first.data.map((c) => c.sequence), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.equal(first.nextCursor, 10);
+    const last = await feed(code, { after: '20', limit: '10' });
+    assert.deepEqual(last.data.map((c) => c.sequence), [21, 22, 23, 24, 25]);
+    assert.equal(last.nextCursor, 25);
+    assert.deepEqual(await feed(code, { after: '25' }), { data: [], nextCursor: 25 });
+    assert.equal((await feed(code)).data.length, 25, 'limit defaults to 100');
+    for (const query of [{ limit: '0' }, { limit: '1001' }, { after: '-1' }, { after: 'x' }, { wait: '31' }, { wait: '0' }, { other: '1' }]) {
+      expectError(await t.get(`/api/tables/${code}/changes`, { query }), 400);
+    }
+    expectError(await t.get('/api/tables/nope/changes'), 404);
+    expectError(await t.get(`/api/tables/${code}/changes`, { key: null }), 401);
+  });
+
+  it('long-polls with wait: answers as soon as a change commits, or empty when the time is up', async () => {
+    const { code } = await table();
+    const t0 = Date.now();
+    const waiting = t.get(`/api/tables/${code}/changes`, { query: { after: '0', wait: '10' } });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'late', values: {} })).status, 201);
+    const r = await waiting;
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.data.map((c: Change) => c.rowId), ['late']);
+    assert.ok(Date.now() - t0 < 5000, `answered after ${Date.now() - t0} ms`);
+    const t1 = Date.now();
+    const empty = await t.get(`/api/tables/${code}/changes`, { query: { after: '1', wait: '1' } });
+    assert.deepEqual(empty.body, { data: [], nextCursor: 1 });
+    assert.ok(Date.now() - t1 >= 900, 'waited about a second');
+  });
+
+  it('keeps changes for the retention, then answers 410 to a cursor before them', async () => {
+    const { code } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }] })).status, 201);
+    await t.app.changes!.purge(t.database.db, new Date(Date.now() + 1000).toISOString());
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'c', values: {} })).status, 201);
+    const gone = expectError(await t.get(`/api/tables/${code}/changes`, { query: { after: '1' } }), 410);
+    assert.match(gone.message as string, /no longer kept/);
+    assert.deepEqual((await feed(code, { after: '2' })).data.map((c) => c.rowId), ['c']);
+    assert.deepEqual((await feed(code)).data.map((c) => [c.sequence, c.rowId]), [[3, 'c']], 'without after: the oldest kept');
+  });
+
+  it('is the same feed for another instance, and after a restart', async () => {
+    const { code } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: {} })).status, 201);
+    const twin = await startApp(kind, {}, { sharing: t });
+    try {
+      assert.equal((await twin.post(`/api/tables/${code}/rows`, { id: 'r2', values: {} })).status, 201);
+      assert.deepEqual((await twin.get(`/api/tables/${code}/changes`)).body.data.map((c: Change) => [c.sequence, c.rowId]), [[1, 'r1'], [2, 'r2']]);
+      // A long poll on one instance hears a commit on the other (within its look-again interval).
+      const waiting = t.get(`/api/tables/${code}/changes`, { query: { after: '2', wait: '5' } });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal((await twin.post(`/api/tables/${code}/rows`, { id: 'r3', values: {} })).status, 201);
+      assert.deepEqual((await waiting).body.data.map((c: Change) => c.rowId), ['r3']);
+    } finally {
+      await twin.close();
+    }
+  });
+
+  describe('concurrent writers', () => {
+    it('a reader following nextCursor while many writers commit sees every change once, none skipped', async () => {
+      const { code } = await table();
+      // Two instances on PostgreSQL. Two SQLite instances in one process would wait on each other's
+      // write lock with the event loop blocked (SQLite's busy wait is synchronous); as processes they
+      // take turns, and within one process writes already queue on its one connection.
+      const twin = kind === 'postgres' ? await startApp(kind, {}, { sharing: t }) : t;
+      try {
+        let done = false;
+        const seen: number[] = [];
+        const reader = (async () => {
+          let cursor = 0;
+          for (;;) {
+            const finished = done;
+            const page = await feed(code, { after: String(cursor), limit: '50' });
+            seen.push(...page.data.map((c) => c.sequence));
+            cursor = page.nextCursor;
+            if (finished && page.data.length === 0) return;
+            if (page.data.length === 0) await new Promise((r) => setTimeout(r, 5));
+          }
+        })();
+        const writes = [];
+        for (let i = 0; i < 120; i++) {
+          const app = i % 2 === 0 ? t : twin;
+          writes.push(i % 3 === 0 ? app.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: `b${i}a`, values: {} }, { id: `b${i}b`, values: {} }] }) : app.post(`/api/tables/${code}/rows`, { id: `s${i}`, values: { n: i } }));
+        }
+        for (const r of await Promise.all(writes)) assert.ok(r.status === 201, r.text);
+        done = true;
+        await reader;
+        const total = 120 + 40;
+        assert.deepEqual(seen, Array.from({ length: total }, (_, i) => i + 1));
+      } finally {
+        if (twin !== t) await twin.close();
+      }
+    });
+  });
+
+  it('records a deleted table’s rows as deletes', async () => {
+    const { code, id } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }] })).status, 201);
+    assert.equal((await t.delete(`/api/tables/${id}`)).status, 200);
+    const rows = await t.database.db.selectFrom('rh_changes').select(['sequence', 'type', 'rowId']).where('tableId', '=', id).orderBy('sequence').execute();
+    assert.deepEqual(rows.map((r) => [Number(r.sequence), r.type, r.rowId]), [[1, 'create', 'a'], [2, 'create', 'b'], [3, 'delete', 'a'], [4, 'delete', 'b']]);
+  });
+});
