@@ -10,6 +10,7 @@ import { exportRoutes } from './http/export-routes.ts';
 import { rowsRoutes } from './http/rows-routes.ts';
 import { fileRoutes } from './http/file-routes.ts';
 import { openapiRoutes } from './http/openapi-routes.ts';
+import { docsRoutes } from './http/docs-routes.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
@@ -85,9 +86,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('files', files);
   app.addHook('onClose', () => files.close());
 
-  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, files)]) {
-    resourceRoutes(app, new ResourceStore(spec, database));
-  }
+  const resources = [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, files)].map(
+    (spec) => new ResourceStore(spec, database),
+  );
+  for (const store of resources) resourceRoutes(app, store);
   const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
@@ -95,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   exportRoutes(app, rows);
   fileRoutes(app, rows);
   openapiRoutes(app, rows);
+  docsRoutes(app, { resources, publicUrl: config.publicUrl });
   await app.ready();
   return app;
 }
