@@ -6,7 +6,8 @@
 // compile): the service is about 900 modules, and loaded file by file (tsc's output) it answered
 // its first request 1.7 times later than the floor; bundled, 1.1 times (bench/startup.ts).
 // Left outside the bundle: better-sqlite3 (a native addon), pg-native (pg's optional native
-// binding, not installed), and the AWS SDK, loaded only when files are stored on S3.
+// binding, not installed), the AWS SDK, loaded only when files are stored on S3, and swagger-ui-dist,
+// whose getAbsoluteFSPath() is its own __dirname: bundled, it would name dist/, not the package.
 //
 // The build does not type-check (esbuild strips types): `npm test` runs tsc first. It rejects what
 // would break in CommonJS: import.meta and top-level await in src/.
@@ -25,7 +26,7 @@ await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  external: ['better-sqlite3', 'pg-native', '@aws-sdk/*'],
+  external: ['better-sqlite3', 'pg-native', '@aws-sdk/*', 'swagger-ui-dist'],
   sourcemap: true,
   logLevel: 'warning',
   logOverride: { 'empty-import-meta': 'error' },

@@ -12,6 +12,7 @@ import { fileRoutes } from './http/file-routes.ts';
 import { openapiRoutes } from './http/openapi-routes.ts';
 import { importRoutes } from './http/import-routes.ts';
 import { changesRoutes } from './http/changes-routes.ts';
+import { docsRoutes } from './http/docs-routes.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import { installWriteQueryRule } from './http/write-query.ts';
@@ -92,9 +93,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', () => files.close());
 
   const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect)) : undefined;
-  for (const spec of [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, { files, changes })]) {
-    resourceRoutes(app, new ResourceStore(spec, database));
-  }
+  const resources = [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
+    (spec) => new ResourceStore(spec, database),
+  );
+  for (const store of resources) resourceRoutes(app, store);
   app.decorate('changes', changes ?? null);
   const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
@@ -105,6 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   openapiRoutes(app, rows);
   importRoutes(app, rows, config.maxFileBytes);
   if (changes) changesRoutes(app, rows, changes);
+  docsRoutes(app, { resources, publicUrl: config.publicUrl });
   await app.ready();
   return app;
 }

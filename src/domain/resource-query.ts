@@ -17,7 +17,8 @@ export const RESOURCE_OPS = [
 ] as const;
 export type ResourceOp = (typeof RESOURCE_OPS)[number];
 
-const OPS_BY_TYPE: Record<AttrType, readonly ResourceOp[]> = {
+/** The operators each attribute type accepts. */
+export const OPS_BY_TYPE: Record<AttrType, readonly ResourceOp[]> = {
   text: RESOURCE_OPS,
   timestamp: ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'notIn', 'is', 'isNot'],
   boolean: ['eq', 'neq', 'is', 'isNot'],
@@ -48,7 +49,7 @@ export interface QueryableAttrs {
 }
 
 export const MAX_PAGE_LIMIT = 1000;
-const DEFAULT_PAGE_LIMIT = 50;
+export const DEFAULT_PAGE_LIMIT = 50;
 const MAX_FILTER_DEPTH = 16;
 
 /** The type of a queryable attribute; own keys only, so `constructor` or `__proto__` is unknown, not Object's. */

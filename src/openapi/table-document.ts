@@ -133,7 +133,7 @@ function tableSchemas(table: TableDef): Record<string, Schema> {
 }
 
 /** A query parameter holding JSON text, its structure described by `schema`. */
-const jsonParam = (name: string, description: string, schema: Schema) => ({
+export const jsonParam = (name: string, description: string, schema: Schema) => ({
   name,
   in: 'query',
   required: false,

@@ -15,11 +15,12 @@ export const apiKeys: ResourceSpec = {
     prefix: { type: 'text', schema: { type: 'string' }, create: 'no' },
     keyHash: { type: 'text', schema: { type: 'string' }, create: 'no', hidden: true },
     expiresAt: { type: 'timestamp', schema: timestamp, nullable: true, default: () => null },
-    lastUsedAt: { type: 'timestamp', schema: timestamp, create: 'no', update: false },
+    lastUsedAt: { type: 'timestamp', schema: timestamp, nullable: true, create: 'no', update: false },
     // Setting it revokes the key from the next request on.
     revokedAt: { type: 'timestamp', schema: timestamp, nullable: true, create: 'no', update: true },
   },
   relations: { ...AUDIT_RELATIONS, member: 'memberId' },
+  createAnswers: { key: { type: 'string', description: 'The key itself, for the X-API-Key header: answered on create only, never stored.' } },
   hooks: {
     async beforeInsert(tx, columns, _input, ctx) {
       const memberId = typeof columns.memberId === 'string' ? columns.memberId : ctx.memberId;

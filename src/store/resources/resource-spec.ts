@@ -66,6 +66,8 @@ export interface ResourceSpec {
   /** Relation name → the attribute holding a member id; the member is embedded under the name. */
   relations: Record<string, string>;
   hooks?: ResourceHooks;
+  /** What a create answers beyond the item (what beforeInsert returns), by name: JSON Schemas, for the OpenAPI document. */
+  createAnswers?: Record<string, Record<string, unknown>>;
 }
 
 /** Relations every resource has: who created and who last updated it. */

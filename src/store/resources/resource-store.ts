@@ -296,8 +296,8 @@ export class ResourceStore {
 
 const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
 
-/** JSON Schema of a create or update body, from the attribute specs. */
-function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {
+/** JSON Schema of a create or update body, from the attribute specs (also the OpenAPI document's). */
+export function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
   for (const [name, attr] of Object.entries(spec.attrs)) {

@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import dc from 'node:diagnostics_channel';
+import { after, before, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import { type Reply, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
+
+/**
+ * GET /openapi.json and /docs (CONTRACT §10): the whole service's document, which a standard
+ * OpenAPI 3.1 validator accepts, which names every route the app registers (and no other), and
+ * which the service's real answers conform to; both served without a key, while /api still needs one.
+ */
+
+type Operation = {
+  operationId: string;
+  security?: unknown[];
+  requestBody?: { content: Record<string, { schema?: unknown }> };
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+};
+type Doc = { openapi: string; servers: unknown; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> }; [k: string]: unknown };
+
+const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
+
+/** Every route the app registers, seen through Fastify's initialization channel (app.ts readies the app before the test sees it). */
+const registered = new Map<FastifyInstance, { method: string; url: string }[]>();
+dc.subscribe('fastify.initialization', (message) => {
+  const { fastify } = message as { fastify: FastifyInstance };
+  const routes: { method: string; url: string }[] = [];
+  registered.set(fastify, routes);
+  fastify.addHook('onRoute', (route: RouteOptions) => {
+    for (const method of [route.method].flat()) routes.push({ method: method.toLowerCase(), url: route.url });
+  });
+});
+
+/** A route's shape with its parameters unnamed: /api/tables/:table/rows and /api/tables/{tableIdOrCode}/rows are one route. */
+const shape = (method: string, url: string) => `${method} ${url.replace(/:[A-Za-z]+|\{[A-Za-z]+\}/g, '{}')}`;
+
+eachDatabase('openapi: the service’s document and /docs', (kind) => {
+  let t: TestApp;
+  let doc: Doc;
+  let ajv: Ajv2020;
+
+  before(async () => {
+    t = await startApp(kind);
+    const r = await t.get('/openapi.json', { key: null });
+    assert.equal(r.status, 200, r.text);
+    doc = r.body;
+    ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    ajv.addSchema({ ...doc, $id: 'doc' });
+  });
+  after(() => t.close());
+
+  const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+
+  /** Asserts that what was sent is what the document takes, and that the answer matches what it says the operation answers with that status. */
+  function conforms(path: string, method: string, reply: Reply, sent?: unknown): void {
+    const op = doc.paths[path]?.[method];
+    assert.ok(op, `no ${method} ${path} in the document`);
+    if (sent !== undefined) {
+      const validate = ajv.compile({ $ref: `doc#/${pointer('paths', path, method, 'requestBody', 'content', 'application/json', 'schema')}` });
+      assert.ok(validate(sent), `${method} ${path}: the document refuses the body sent: ${ajv.errorsText(validate.errors)}`);
+    }
+    const response = op.responses[String(reply.status)];
+    assert.ok(response, `${method} ${path} answered ${reply.status}, which the document does not list: ${reply.text.slice(0, 200)}`);
+    if (!response.content) return assert.equal(reply.text, '');
+    if (!response.content['application/json']) {
+      const type = String(reply.headers['content-type']).split(';')[0];
+      return assert.ok(type in response.content || '*/*' in response.content, `${method} ${path}: ${type} is not among ${Object.keys(response.content)}`);
+    }
+    const validate = ajv.compile({ $ref: `doc#/${pointer('paths', path, method, 'responses', String(reply.status), 'content', 'application/json', 'schema')}` });
+    assert.ok(validate(reply.body), `${method} ${path} → ${reply.status}: ${ajv.errorsText(validate.errors)}\n${reply.text.slice(0, 500)}`);
+  }
+
+  it('is a valid OpenAPI 3.1 document, with the error schema on every error, the key scheme, and the public URL', async () => {
+    const result = await new Validator().validate(structuredClone(doc) as never);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
+    assert.equal(doc.openapi, '3.1.0');
+    assert.deepEqual(doc.servers, [{ url: 'http://rowhouse.test' }]);
+    assert.deepEqual(doc.security, [{ apiKey: [] }]);
+    assert.deepEqual((doc.components as Record<string, unknown>).securitySchemes, { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
+    const ids = new Set<string>();
+    const open: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const method of METHODS.filter((m) => m in item)) {
+        const op = item[method];
+        assert.ok(!ids.has(op.operationId), `operationId ${op.operationId} twice`);
+        ids.add(op.operationId);
+        if (op.security?.length === 0) open.push(`${method} ${path}`);
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          assert.deepEqual(response.content?.['application/json']?.schema, { $ref: '#/components/schemas/Error' }, `${method} ${path} ${status}`);
+        }
+        // Every schema the operation names compiles: its references resolve.
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (response.content?.['application/json']) ajv.compile({ $ref: `doc#/${pointer('paths', path, method, 'responses', status, 'content', 'application/json', 'schema')}` });
+        }
+      }
+    }
+    assert.deepEqual(open.sort(), [
+      'get /docs', 'get /files/{tableId}/{rowId}/{fileId}', 'get /healthz', 'get /openapi.json', 'get /readyz', 'put /files/{tableId}/{rowId}/{fileId}',
+    ]);
+  });
+
+  it('describes every route the app registers, and no other', () => {
+    const routes = registered.get(t.app);
+    assert.ok(routes && routes.length > 40, 'the routes were seen as they were registered');
+    // HEAD answers every GET; the page's own files are not API.
+    const served = new Set(routes.filter((r) => r.method !== 'head' && !r.url.startsWith('/docs/')).map((r) => shape(r.method, r.url)));
+    const described = new Set(Object.entries(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => m in item).map((m) => shape(m, path))));
+    assert.deepEqual([...served].filter((r) => !described.has(r)), [], 'routes the document leaves out');
+    assert.deepEqual([...described].filter((r) => !served.has(r)), [], 'operations no route serves');
+    for (const resource of ['environment-variables', 'flows', 'members', 'api-keys', 'tables']) {
+      for (const suffix of ['', '/{id}', '/create-many', '/update-many', '/delete-many']) assert.ok(doc.paths[`/api/${resource}${suffix}`], `/api/${resource}${suffix}`);
+    }
+    assert.ok(doc.paths['/api/tables/{tableIdOrCode}/rows'].get);
+  });
+
+  it('takes what the service takes, and the service’s answers conform to it, errors included', async () => {
+    // Generic resources: list with relations, create (the key answered once), get, update, delete, the *-many forms.
+    conforms('/api/members', 'get', await t.get('/api/members', { query: { paging: { limit: 5 }, sorting: { name: 'asc' }, relations: ['createdByMember'] } }));
+    conforms('/api/members', 'get', await t.get('/api/members', { query: { filter: { nope: { eq: 1 } } } })); // 400
+    conforms('/api/members', 'get', await t.get('/api/members', { key: null })); // 401
+    const keyBody = { name: 'ci', expiresAt: '2999-01-01T00:00:00Z' };
+    const key = await t.post('/api/api-keys', keyBody);
+    conforms('/api/api-keys', 'post', key, keyBody);
+    assert.equal(typeof key.body.key, 'string');
+    conforms('/api/api-keys/{id}', 'get', await t.get(`/api/api-keys/${key.body.id}`, { query: { relations: ['member'] } }));
+    conforms('/api/api-keys', 'get', await t.get('/api/api-keys', { query: { filter: { revokedAt: { is: null }, or: [{ name: { iLike: 'C%' } }, { name: { in: ['x'] } }] } } }));
+    conforms('/api/api-keys/{id}', 'get', await t.get('/api/api-keys/00000000-0000-4000-8000-000000000000')); // 404
+    const revoke = { revokedAt: new Date().toISOString() };
+    conforms('/api/api-keys/{id}', 'put', await t.put(`/api/api-keys/${key.body.id}`, revoke), revoke);
+    const variables = [{ name: 'A', value: '1' }, { name: 'B', value: '2', description: 'two' }];
+    const made = await t.post('/api/environment-variables/create-many', variables);
+    conforms('/api/environment-variables/create-many', 'post', made, variables);
+    conforms('/api/environment-variables/create-many', 'post', await t.post('/api/environment-variables/create-many', [{ name: 'A', value: 'again' }])); // 409
+    const changes = [{ id: made.body.data[0].id, value: '10' }];
+    conforms('/api/environment-variables/update-many', 'put', await t.put('/api/environment-variables/update-many', changes), changes);
+    const ids = made.body.data.map((v: { id: string }) => v.id);
+    conforms('/api/environment-variables/delete-many', 'delete', await t.delete('/api/environment-variables/delete-many', ids), ids);
+    const flow = { name: 'f', enabled: false, definition: {} };
+    const f = await t.post('/api/flows', flow);
+    conforms('/api/flows', 'post', f, flow);
+    conforms('/api/flows/{id}', 'delete', await t.delete(`/api/flows/${f.body.id}`));
+    conforms('/api/members/{id}', 'delete', await t.delete(`/api/members/${t.ownerId}`)); // 409: the owner
+    conforms('/api/flows', 'post', await t.post('/api/flows', { name: 1 })); // 400
+
+    // Tables: their fields as read, one shape per type.
+    const table = {
+      code: 'orders',
+      name: 'Orders',
+      fields: [
+        { code: 'title', type: 'text', required: true, options: { maxLength: 50 } },
+        { code: 'amount', type: 'number', options: { indexed: true } },
+        { code: 'status', type: 'select', options: { choices: ['open', 'done'] } },
+        { code: 'scan', type: 'file' },
+      ],
+    };
+    const created = await t.post('/api/tables', table);
+    conforms('/api/tables', 'post', created, table);
+    const tableId = created.body.id;
+    conforms('/api/tables/{id}', 'get', await t.get('/api/tables/orders'));
+    conforms('/api/tables', 'get', await t.get('/api/tables'));
+    conforms('/api/tables/{tableId}/openapi', 'get', await t.get(`/api/tables/${tableId}/openapi`));
+    conforms('/api/tables/{tableId}/openapi', 'get', await t.get('/api/tables/orders/openapi')); // 404: by id only
+
+    // Rows of any table, by id or code.
+    const rows = '/api/tables/{tableIdOrCode}/rows';
+    const scan = await uploadFile(t, 'orders', 'o-1', 'pdf', 'application/pdf');
+    const row = { id: 'o-1', values: { title: 'First', amount: 3, status: 'open', scan: { id: scan, name: 'a.pdf' } } };
+    conforms(rows, 'post', await t.post('/api/tables/orders/rows', row), row);
+    conforms(rows, 'post', await t.post('/api/tables/orders/rows', row)); // 409
+    conforms(rows, 'post', await t.post('/api/tables/nope/rows', { values: {} })); // 404
+    conforms(rows, 'get', await t.get(`/api/tables/${tableId}/rows`, { query: { pageSize: '1', filter: { values: { amount: { _gt: 1 } } }, sort: [{ amount: { direction: 'desc', nulls: 'nullsLast' } }] } }));
+    conforms(`${rows}/{rowId}`, 'get', await t.get('/api/tables/orders/rows/o-1'));
+    const patch = { values: { amount: 4 } };
+    conforms(`${rows}/{rowId}`, 'patch', await t.patch('/api/tables/orders/rows/o-1', patch), patch);
+    const bulk = { data: [{ id: 'o-2', values: { title: 'Second' } }] };
+    conforms('/api/tables/{tableIdOrCode}/rows-bulk', 'post', await t.post('/api/tables/orders/rows-bulk', bulk), bulk);
+    const batch = { operations: [{ type: 'update', tableId: 'orders', id: 'o-2', values: { amount: 1 } }, { type: 'delete', tableId, id: 'o-2' }] };
+    conforms('/api/rows-batch', 'post', await t.post('/api/rows-batch', batch), batch);
+    conforms('/api/tables/{tableIdOrCode}/rows-export', 'get', await t.get('/api/tables/orders/rows-export', { query: { format: 'jsonl', encoding: 'utf8', newline: 'lf' } }));
+    conforms(`${rows}/{rowId}/file-upload-url`, 'post', await t.post('/api/tables/orders/rows/o-3/file-upload-url', { count: 1 }), { count: 1 });
+    conforms(`${rows}/{rowId}`, 'delete', await t.delete('/api/tables/orders/rows/o-1'));
+
+    // The signed file URLs and the health checks, without a key.
+    const issued = await t.post(`/api/tables/${tableId}/rows/o-4/file-upload-url`, { count: 1 });
+    const upload = new URL(issued.body.data[0].url);
+    const files = '/files/{tableId}/{rowId}/{fileId}';
+    conforms(files, 'put', await t.request('PUT', upload.pathname + upload.search, { raw: 'bytes', headers: { 'content-type': 'text/plain' }, key: null }));
+    conforms(files, 'put', await t.request('PUT', `${upload.pathname}?expires=1&signature=x`, { raw: 'bytes', headers: { 'content-type': 'text/plain' }, key: null })); // 403
+    conforms('/healthz', 'get', await t.get('/healthz', { key: null }));
+    conforms('/readyz', 'get', await t.get('/readyz', { key: null }));
+    conforms('/docs', 'get', await t.get('/docs', { key: null }));
+  });
+
+  it('is served without a key, the same text each time; /api still needs one', async () => {
+    const first = await t.get('/openapi.json', { key: null });
+    const second = await t.get('/openapi.json', { key: null });
+    assert.equal(first.status, 200);
+    assert.match(String(first.headers['content-type']), /^application\/json/);
+    assert.equal(second.text, first.text);
+    assert.equal(second.headers.etag, first.headers.etag);
+    const again = await t.get('/openapi.json', { key: null, headers: { 'if-none-match': String(first.headers.etag) } });
+    assert.equal(again.status, 304);
+    assert.equal(again.text, '');
+    expectError(await t.get('/api/members', { key: null }), 401);
+    expectError(await t.get('/api/members', { key: 'rh_not_a_key_at_all_0123456789' }), 401);
+  });
+
+  it('/docs: a page of Swagger UI from the installed package, pointed at /openapi.json, with its files', async () => {
+    const page = await t.get('/docs', { key: null });
+    assert.equal(page.status, 200);
+    assert.match(String(page.headers['content-type']), /^text\/html/);
+    assert.match(String(page.headers['content-security-policy']), /script-src 'self'(;|$)/);
+    assert.doesNotMatch(page.text, /<script>|https?:\/\//, 'no inline script and nothing from another origin');
+    const start = await t.get('/docs/start.js', { key: null });
+    assert.equal(start.status, 200);
+    assert.match(start.text, /url: 'openapi\.json'/);
+    assert.doesNotMatch(start.text, /petstore/);
+    assert.match(start.text, /validatorUrl: null/);
+    for (const [file, type] of [['swagger-ui-bundle.js', 'text/javascript'], ['swagger-ui.css', 'text/css'], ['favicon-32x32.png', 'image/png']]) {
+      assert.ok(page.text.includes(`docs/${file}`), `the page loads ${file}`);
+      const r = await t.get(`/docs/${file}`, { key: null });
+      assert.equal(r.status, 200, file);
+      assert.equal(String(r.headers['content-type']).split(';')[0], type);
+      assert.ok(Number(r.headers['content-length']) > 0, `${file}: a length`);
+      assert.match(String(r.headers['cache-control']), /max-age=\d+/);
+      const cached = await t.get(`/docs/${file}`, { key: null, headers: { 'if-none-match': String(r.headers.etag) } });
+      assert.equal(cached.status, 304, file);
+    }
+    assert.ok((await t.get('/docs/swagger-ui-bundle.js', { key: null })).text.length > 500_000, 'the bundle itself');
+    const slash = await t.get('/docs/', { key: null });
+    assert.equal(slash.status, 301);
+    assert.equal(slash.headers.location, '../docs');
+    expectError(await t.get('/docs/index.html', { key: null }), 404);
+  });
+});
