@@ -112,6 +112,49 @@ function tableSchemas(table: TableDef): Record<string, Schema> {
       required: ['data', 'nextUrl'],
       additionalProperties: false,
     },
+    ImportResult: {
+      type: 'object',
+      properties: {
+        created: { type: 'integer', minimum: 0 },
+        updated: { type: 'integer', minimum: 0 },
+        failed: { type: 'integer', minimum: 0 },
+        problems: {
+          type: 'array',
+          maxItems: 100,
+          items: { type: 'object', properties: { line: { type: 'integer', minimum: 1 }, column: { type: 'string' }, message: { type: 'string' } }, required: ['line', 'column', 'message'], additionalProperties: false },
+        },
+        warnings: { type: 'array', items: { type: 'string' } },
+      },
+      required: ['created', 'updated', 'failed', 'problems', 'warnings'],
+      additionalProperties: false,
+    },
+    Change: {
+      type: 'object',
+      properties: {
+        sequence: { type: 'integer', minimum: 1 },
+        type: { enum: ['create', 'update', 'delete'] },
+        tableId: { type: 'string' },
+        rowId: ref('RowId'),
+        row: { oneOf: [ref('ChangedRow'), { type: 'null' }], description: 'The row after the change; null after a delete.' },
+        changedFields: { type: ['array', 'null'], items: { type: 'string' }, description: 'The fields an update wrote; null otherwise.' },
+        occurredAt: { type: 'string', format: 'date-time' },
+        memberId: { type: ['string', 'null'] },
+      },
+      required: ['sequence', 'type', 'tableId', 'rowId', 'row', 'changedFields', 'occurredAt', 'memberId'],
+      additionalProperties: false,
+    },
+    ChangedRow: {
+      type: 'object',
+      description: 'A row record as it was after a change, in the fields of that time (file values without a download URL).',
+      properties: { ...system, values: { type: 'object' } },
+      required: [...SYSTEM_ORDER.map((c) => c.key), 'values'],
+    },
+    ChangePage: {
+      type: 'object',
+      properties: { data: { type: 'array', items: ref('Change') }, nextCursor: { type: 'integer', minimum: 0 } },
+      required: ['data', 'nextCursor'],
+      additionalProperties: false,
+    },
     RowsData: { type: 'object', properties: { data: { type: 'array', items: ref('Row') } }, required: ['data'], additionalProperties: false },
     UploadUrls: {
       type: 'object',
@@ -266,6 +309,38 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           description: 'PUT each file’s bytes to its URL with a Content-Type (no API key), then write `{id, name}` to a file field of this row.',
           requestBody: jsonBody({ type: 'object', properties: { count: { type: 'integer', minimum: 1, maximum: UPLOAD_URLS_MAX } }, required: ['count'], additionalProperties: false }),
           responses: { 200: jsonResponse(`Up to ${UPLOAD_URLS_MAX} file ids and upload URLs, valid 1 hour.`, ref('UploadUrls')), ...errorResponses(400, 401, 404, 413, 415) },
+        },
+      },
+      [`${t}/rows-import`]: {
+        post: {
+          operationId: 'importRows',
+          tags: tag,
+          summary: 'Write the rows of a file in the shapes rows-export writes',
+          description: 'The body is the file, streamed; its size is limited by ROWHOUSE_MAX_FILE_BYTES. A CSV/TSV header names columns by field code; `id` is optional; file fields are skipped with a warning.',
+          parameters: [
+            { name: 'format', in: 'query', required: true, schema: { enum: ['csv', 'tsv', 'jsonl'] } },
+            { name: 'encoding', in: 'query', required: true, schema: { enum: ['utf8', 'utf8Bom', 'shiftJis'] }, description: 'A UTF-8 BOM is accepted, and means UTF-8, whatever this says.' },
+            { name: 'mode', in: 'query', required: false, schema: { enum: ['create', 'upsert'], default: 'create' } },
+            { name: 'atomic', in: 'query', required: false, schema: { enum: ['true', 'false'], default: 'true' }, description: 'true: every row, or none.' },
+          ],
+          requestBody: {
+            required: true,
+            content: Object.fromEntries(['text/csv', 'text/tab-separated-values', 'application/x-ndjson', 'application/octet-stream'].map((type) => [type, { schema: { type: 'string' } }])),
+          },
+          responses: { 200: jsonResponse('What the import did.', ref('ImportResult')), ...errorResponses(400, 401, 404, 413) },
+        },
+      },
+      [`${t}/changes`]: {
+        get: {
+          operationId: 'listChanges',
+          tags: tag,
+          summary: 'The table’s committed changes after a cursor, in sequence order',
+          parameters: [
+            { name: 'after', in: 'query', required: false, description: 'The `nextCursor` of the previous answer; without it the feed starts at the oldest change kept.', schema: { type: 'integer', minimum: 0 } },
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'wait', in: 'query', required: false, description: 'Seconds to wait for a change when there is none yet (long poll).', schema: { type: 'integer', minimum: 1, maximum: 30 } },
+          ],
+          responses: { 200: jsonResponse('Changes, and the cursor to pass as `after` next.', ref('ChangePage')), ...errorResponses(400, 401, 404, 410) },
         },
       },
       '/api/rows-batch': {

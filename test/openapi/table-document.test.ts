@@ -67,7 +67,7 @@ eachDatabase('openapi: a table’s document', (kind) => {
 
   it('describes every rows route, and real answers conform to it, errors included', async () => {
     const p = `/api/tables/${tableId}`;
-    assert.deepEqual(Object.keys(doc.paths).sort(), [`${p}/rows`, `${p}/rows/{rowId}`, `${p}/rows/{rowId}/file-upload-url`, `${p}/rows-bulk`, `${p}/rows-export`, '/api/rows-batch'].sort());
+    assert.deepEqual(Object.keys(doc.paths).sort(), [`${p}/rows`, `${p}/rows/{rowId}`, `${p}/rows/{rowId}/file-upload-url`, `${p}/rows-bulk`, `${p}/rows-export`, `${p}/rows-import`, `${p}/changes`, '/api/rows-batch'].sort());
     const full = {
       title: 'Invoice 1', amount: 12.5, paid: false, at: '2024-05-01T09:30:00+09:00', day: '2024-02-29', clock: '23:59:59',
       month: '2024-12', status: 'paid', meta: { a: [1, 'x'] }, tags: ['x', 2],
@@ -105,6 +105,13 @@ eachDatabase('openapi: a table’s document', (kind) => {
     assert.equal(exported.status, 200);
     assert.ok(doc.paths[`${p}/rows-export`].get.responses['200'].content?.['text/csv']);
     conforms(`${p}/rows-export`, 'get', await t.get(`${p}/rows-export`, { query: { format: 'csv' } })); // 400
+    const csv = (body: string, query: string) => t.request('POST', `${p}/rows-import?${query}`, { raw: body, headers: { 'content-type': 'text/csv' } });
+    conforms(`${p}/rows-import`, 'post', await csv('id,title,amount,scan\nimp-1,Imported,5,\n', 'format=csv&encoding=utf8'));
+    conforms(`${p}/rows-import`, 'post', await csv('title,amount\nx,notanumber\n', 'format=csv&encoding=utf8&atomic=false'));
+    conforms(`${p}/rows-import`, 'post', await csv('title,amount\nx,notanumber\n', 'format=csv&encoding=utf8')); // 400
+    conforms(`${p}/changes`, 'get', await t.get(`${p}/changes`, { query: { limit: '5' } }));
+    conforms(`${p}/changes`, 'get', await t.get(`${p}/changes`, { query: { after: '3', limit: '1000' } }));
+    conforms(`${p}/changes`, 'get', await t.get(`${p}/changes`, { query: { limit: '0' } })); // 400
   });
 
   it('rejects, by its own schemas, what the service rejects', () => {
