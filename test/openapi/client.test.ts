@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { after, before, it } from 'node:test';
 import openapiTS, { type OpenAPI3, astToString } from 'openapi-typescript';
 import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { EVERY_TYPE } from './conformance.ts';
 
 /**
  * Issue 14, "Real tools": TypeScript types generated from a table's document by openapi-typescript,
@@ -18,19 +19,6 @@ import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harne
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
 
-const EVERY_TYPE = [
-  { code: 'title', type: 'text', required: true, options: { maxLength: 100 } },
-  { code: 'amount', type: 'number', options: { min: 0, max: 1e9, indexed: true } },
-  { code: 'paid', type: 'boolean' },
-  { code: 'at', type: 'dateTime' },
-  { code: 'day', type: 'date' },
-  { code: 'clock', type: 'time' },
-  { code: 'month', type: 'yearMonth' },
-  { code: 'status', type: 'select', options: { choices: ['open', 'paid', 'void'] } },
-  { code: 'meta', type: 'record' },
-  { code: 'tags', type: 'list' },
-  { code: 'scan', type: 'file' },
-];
 
 const TSCONFIG = {
   compilerOptions: {

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import dc from 'node:diagnostics_channel';
 import { after, before, it } from 'node:test';
+import { type Doc, type Operation, documentChecks, pointer } from './conformance.ts';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { type Reply, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
 
@@ -13,13 +12,6 @@ import { type Reply, type TestApp, eachDatabase, expectError, startApp, uploadFi
  * which the service's real answers conform to; both served without a key, while /api still needs one.
  */
 
-type Operation = {
-  operationId: string;
-  security?: unknown[];
-  requestBody?: { content: Record<string, { schema?: unknown }> };
-  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
-};
-type Doc = { openapi: string; servers: unknown; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> }; [k: string]: unknown };
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 
@@ -40,39 +32,19 @@ const shape = (method: string, url: string) => `${method} ${url.replace(/:[A-Za-
 eachDatabase('openapi: the service’s document and /docs', (kind) => {
   let t: TestApp;
   let doc: Doc;
-  let ajv: Ajv2020;
+  let ajv: ReturnType<typeof documentChecks>['ajv'];
+  let conforms: ReturnType<typeof documentChecks>['conforms'];
 
   before(async () => {
     t = await startApp(kind);
     const r = await t.get('/openapi.json', { key: null });
     assert.equal(r.status, 200, r.text);
     doc = r.body;
-    ajv = new Ajv2020({ strict: false, allErrors: true });
-    addFormats.default(ajv);
-    ajv.addSchema({ ...doc, $id: 'doc' });
+    ({ ajv, conforms } = documentChecks(doc));
   });
   after(() => t.close());
 
-  const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
-  /** Asserts that what was sent is what the document takes, and that the answer matches what it says the operation answers with that status. */
-  function conforms(path: string, method: string, reply: Reply, sent?: unknown): void {
-    const op = doc.paths[path]?.[method];
-    assert.ok(op, `no ${method} ${path} in the document`);
-    if (sent !== undefined) {
-      const validate = ajv.compile({ $ref: `doc#/${pointer('paths', path, method, 'requestBody', 'content', 'application/json', 'schema')}` });
-      assert.ok(validate(sent), `${method} ${path}: the document refuses the body sent: ${ajv.errorsText(validate.errors)}`);
-    }
-    const response = op.responses[String(reply.status)];
-    assert.ok(response, `${method} ${path} answered ${reply.status}, which the document does not list: ${reply.text.slice(0, 200)}`);
-    if (!response.content) return assert.equal(reply.text, '');
-    if (!response.content['application/json']) {
-      const type = String(reply.headers['content-type']).split(';')[0];
-      return assert.ok(type in response.content || '*/*' in response.content, `${method} ${path}: ${type} is not among ${Object.keys(response.content)}`);
-    }
-    const validate = ajv.compile({ $ref: `doc#/${pointer('paths', path, method, 'responses', String(reply.status), 'content', 'application/json', 'schema')}` });
-    assert.ok(validate(reply.body), `${method} ${path} → ${reply.status}: ${ajv.errorsText(validate.errors)}\n${reply.text.slice(0, 500)}`);
-  }
 
   it('is a valid OpenAPI 3.1 document, with the error schema on every error, the key scheme, and the public URL', async () => {
     const result = await new Validator().validate(structuredClone(doc) as never);
