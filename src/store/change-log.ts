@@ -35,6 +35,12 @@ interface Pending {
 
 /** Entries per insert statement (8 columns each, well within both databases' limits on bound values). */
 const PER_STATEMENT = 500;
+/**
+ * A transaction holding this many entries of a table writes them at once rather than at its
+ * commit, so a large one (an import of a million rows) keeps no more than this many in memory.
+ * It then takes the table's numbers early, and holds the counter's lock for the rest of its life.
+ */
+const WRITE_AT = 5000;
 
 export class ChangeLog {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
@@ -49,8 +55,8 @@ export class ChangeLog {
     this.committed.setMaxListeners(0);
   }
 
-  /** Notes changes made in the transaction `tx`; they are written just before it commits. */
-  record(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, changes: RowChange[]): void {
+  /** Notes changes made in the transaction `tx`; they are written just before it commits (or sooner: WRITE_AT). */
+  async record(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, changes: RowChange[]): Promise<void> {
     if (changes.length === 0) return;
     let byTable = this.pending.get(tx);
     if (!byTable) {
@@ -68,27 +74,35 @@ export class ChangeLog {
       byTable.set(table.id, entry);
     }
     for (const c of changes) entry.changes.push(c);
+    if (entry.changes.length >= WRITE_AT) {
+      const early = entry.changes;
+      entry.changes = [];
+      await this.writeTable(tx, { ...entry, changes: early });
+    }
   }
 
   /** Takes each table's numbers and writes its entries, tables in id order (so two writers never wait on each other in a cycle). */
   private async write(tx: Db, tables: Map<string, Pending>): Promise<void> {
-    for (const id of [...tables.keys()].sort()) {
-      const { table, changes, memberId, occurredAt } = tables.get(id) as Pending;
-      for (let i = 0; i < changes.length; i += PER_STATEMENT) {
-        const entries = changes.slice(i, i + PER_STATEMENT).map((c) => ({
-          type: c.type,
-          rowId: c.rowId,
-          row: c.row === null ? null : this.render(table, c.row),
-          changedFields: c.changedFields === null ? null : JSON.stringify(c.changedFields),
-        }));
-        if (this.dialect.writingWith) await this.takeAndInsert(tx, id, entries, occurredAt, memberId);
-        else {
-          let sequence = (await this.take(tx as MetaDb, id, entries.length)) - entries.length;
-          await (tx as MetaDb)
-            .insertInto('rh_changes')
-            .values(entries.map((e) => ({ tableId: id, sequence: ++sequence, ...e, occurredAt, memberId })))
-            .execute();
-        }
+    for (const id of [...tables.keys()].sort()) await this.writeTable(tx, tables.get(id) as Pending);
+  }
+
+  /** Writes a table's pending entries, a statement per PER_STATEMENT of them, each taking its numbers. */
+  private async writeTable(tx: Db, { table, changes, memberId, occurredAt }: Pending): Promise<void> {
+    const id = table.id;
+    for (let i = 0; i < changes.length; i += PER_STATEMENT) {
+      const entries = changes.slice(i, i + PER_STATEMENT).map((c) => ({
+        type: c.type,
+        rowId: c.rowId,
+        row: c.row === null ? null : this.render(table, c.row),
+        changedFields: c.changedFields === null ? null : JSON.stringify(c.changedFields),
+      }));
+      if (this.dialect.writingWith) await this.takeAndInsert(tx, id, entries, occurredAt, memberId);
+      else {
+        let sequence = (await this.take(tx as MetaDb, id, entries.length)) - entries.length;
+        await (tx as MetaDb)
+          .insertInto('rh_changes')
+          .values(entries.map((e) => ({ tableId: id, sequence: ++sequence, ...e, occurredAt, memberId })))
+          .execute();
       }
     }
   }

@@ -68,9 +68,9 @@ export class RowStore {
     private readonly changes?: ChangeLog,
   ) {}
 
-  /** Records changes in the change log (written when the transaction commits). */
-  private logged(db: Db, table: TableDef, ctx: WriteContext, changes: RowChange[]): void {
-    this.changes?.record(db, table, ctx, changes);
+  /** Records changes in the change log (written when the transaction commits, or sooner when there are many). */
+  private async logged(db: Db, table: TableDef, ctx: WriteContext, changes: RowChange[]): Promise<void> {
+    await this.changes?.record(db, table, ctx, changes);
   }
 
   private static updated(row: RawRow, values: Map<FieldDef, unknown>): RowChange {
@@ -184,7 +184,7 @@ export class RowStore {
     try {
       const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
       this.wrote(table, 1);
-      this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
+      await this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
       return rows[0];
     } catch (err) {
       throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
@@ -196,7 +196,7 @@ export class RowStore {
     await this.attachFiles(db, table, id, values, ctx.now);
     const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
     this.wrote(table, rows.length);
-    if (rows[0]) this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
+    if (rows[0]) await this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
     return rows[0];
   }
 
@@ -219,7 +219,7 @@ export class RowStore {
     );
     const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
     this.wrote(table, rows.length);
-    if (rows[0]) this.logged(db, table, ctx, [RowStore.updated(rows[0], values)]);
+    if (rows[0]) await this.logged(db, table, ctx, [RowStore.updated(rows[0], values)]);
     return rows[0];
   }
 
@@ -276,7 +276,7 @@ export class RowStore {
     const [raw] = (await t.run(db, this.newRow(table, id, values, ctx))).rows;
     this.wrote(table, 1);
     const created = raw.inserted === true;
-    this.logged(db, table, ctx, [created ? { type: 'create', rowId: id, row: raw, changedFields: null } : RowStore.updated(raw, values)]);
+    await this.logged(db, table, ctx, [created ? { type: 'create', rowId: id, row: raw, changedFields: null } : RowStore.updated(raw, values)]);
     return { created, row: raw };
   }
 
@@ -348,7 +348,7 @@ export class RowStore {
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
       return raw;
     });
-    this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
     return written;
   }
 
@@ -358,7 +358,7 @@ export class RowStore {
       await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
     }
     this.wrote(table, ids.length);
-    this.logged(db, table, ctx, ids.map((rowId) => ({ type: 'delete', rowId, row: null, changedFields: null })));
+    await this.logged(db, table, ctx, ids.map((rowId) => ({ type: 'delete', rowId, row: null, changedFields: null })));
   }
 
   async delete(db: Db, table: TableDef, id: string, ctx: WriteContext): Promise<boolean> {
@@ -367,7 +367,7 @@ export class RowStore {
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
     const deleted = Number((await t.run(db, [id])).numAffectedRows ?? 0);
     this.wrote(table, deleted);
-    if (deleted > 0) this.logged(db, table, ctx, [{ type: 'delete', rowId: id, row: null, changedFields: null }]);
+    if (deleted > 0) await this.logged(db, table, ctx, [{ type: 'delete', rowId: id, row: null, changedFields: null }]);
     return deleted > 0;
   }
 

@@ -188,6 +188,24 @@ eachDatabase('changes: the log and its feed', (kind) => {
     });
   });
 
+  it('records an import, written as it goes when large, numbered without gaps; none when it fails', async () => {
+    const { code } = await table();
+    const csv = ['id,n', ...Array.from({ length: 12_000 }, (_, i) => `i${i},${i}`)].join('\n');
+    const imported = await t.request('POST', `/api/tables/${code}/rows-import?format=csv&encoding=utf8`, { raw: csv, headers: { 'content-type': 'text/csv' } });
+    assert.equal(imported.status, 200, imported.text);
+    const failed = await t.request('POST', `/api/tables/${code}/rows-import?format=csv&encoding=utf8`, { raw: `${csv.replace(/i\d+,/g, (m) => `j${m.slice(1)}`)}\nj0,0`, headers: { 'content-type': 'text/csv' } });
+    expectError(failed, 400);
+    const seen: number[] = [];
+    for (let cursor = 0; ; ) {
+      const page = await feed(code, { after: String(cursor), limit: '1000' });
+      if (page.data.length === 0) break;
+      for (const c of page.data) seen.push(c.sequence);
+      assert.equal(page.data[0].rowId, `i${page.data[0].sequence - 1}`);
+      cursor = page.nextCursor;
+    }
+    assert.deepEqual(seen, Array.from({ length: 12_000 }, (_, i) => i + 1));
+  });
+
   it('records a deleted table’s rows as deletes', async () => {
     const { code, id } = await table();
     assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }] })).status, 201);
