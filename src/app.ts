@@ -19,7 +19,12 @@ import { installWriteQueryRule } from './http/write-query.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
 import { environmentVariables } from './store/resources/environment-variables.ts';
-import { flows } from './store/resources/flows.ts';
+import { flowsSpec } from './store/resources/flows.ts';
+import { flowDeliveries } from './store/resources/flow-deliveries.ts';
+import { flowDeliveryRoutes } from './http/flow-delivery-routes.ts';
+import { DeliveryStore } from './events/delivery-store.ts';
+import { WebhookSender } from './events/webhook-sender.ts';
+import { WebhookWorker } from './events/webhook-worker.ts';
 import { members } from './store/resources/members.ts';
 import { ResourceStore } from './store/resources/resource-store.ts';
 import { tablesSpec } from './store/resources/tables.ts';
@@ -35,6 +40,8 @@ declare module 'fastify' {
     files: Files;
     /** The change log (null when turned off), for its retention (server.ts) and tests. */
     changes: ChangeLog | null;
+    /** The webhook delivery worker: started by server.ts (and by tests that want deliveries). */
+    webhooks: WebhookWorker;
   }
 }
 
@@ -47,6 +54,8 @@ export interface AppDeps {
   logger?: boolean;
   /** File attachments over a storage of the caller's (tests); by default config.storage's. */
   files?: Files;
+  /** The webhook worker's longest sleep between looks at the queue (tests shorten it); default 1 s. */
+  webhookPollMs?: number;
 }
 
 /** The whole HTTP service: auth, the one error format, and every route. */
@@ -93,10 +102,30 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', () => files.close());
 
   const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect)) : undefined;
-  const resources = [environmentVariables, flows, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
+  const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
+  const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),
   );
   for (const store of resources) resourceRoutes(app, store);
+  const sender = new WebhookSender({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
+  const webhooks = new WebhookWorker(
+    new DeliveryStore(database),
+    sender,
+    {
+      attempts: config.webhookAttempts,
+      retryBaseMs: config.webhookRetryBaseMs,
+      timeoutMs: config.webhookTimeoutMs,
+      pollMs: deps.webhookPollMs,
+      warn: (message) => app.log.warn(message),
+    },
+    changes?.committed ?? null,
+  );
+  app.decorate('webhooks', webhooks);
+  app.addHook('onClose', async () => {
+    await webhooks.stop();
+    sender.close();
+  });
+  flowDeliveryRoutes(app, resources.find((r) => r.spec === flowDeliveries) as ResourceStore, webhooks);
   app.decorate('changes', changes ?? null);
   const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };

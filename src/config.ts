@@ -20,6 +20,14 @@ export interface Config {
   changesRetentionSeconds: number;
   /** Whether row writes are recorded in the change log: only off to measure what it costs (bench/). */
   changeLog: boolean;
+  /** Whether webhook URLs may reach loopback, link-local, private and unique-local addresses. */
+  webhookAllowPrivate: boolean;
+  /** Attempts of a webhook delivery before it is failed (the first included). */
+  webhookAttempts: number;
+  /** The wait before the first retry; each later one waits twice the one before. */
+  webhookRetryBaseMs: number;
+  /** How long one webhook request may take, connecting included. */
+  webhookTimeoutMs: number;
   /** Bounded wait for requests in flight on shutdown. */
   shutdownTimeoutMs: number;
   logLevel: string;
@@ -42,6 +50,10 @@ const SETTINGS = {
   uploadTtlSeconds: { env: 'ROWHOUSE_UPLOAD_TTL_SECONDS', flag: 'upload-ttl-seconds' },
   changesRetentionSeconds: { env: 'ROWHOUSE_CHANGES_RETENTION_SECONDS', flag: 'changes-retention-seconds' },
   changeLog: { env: 'ROWHOUSE_CHANGE_LOG', flag: 'change-log' },
+  webhookAllowPrivate: { env: 'ROWHOUSE_WEBHOOK_ALLOW_PRIVATE', flag: 'webhook-allow-private' },
+  webhookAttempts: { env: 'ROWHOUSE_WEBHOOK_ATTEMPTS', flag: 'webhook-attempts' },
+  webhookRetryBaseMs: { env: 'ROWHOUSE_WEBHOOK_RETRY_BASE_MS', flag: 'webhook-retry-base-ms' },
+  webhookTimeoutMs: { env: 'ROWHOUSE_WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms' },
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
 } as const;
 
@@ -125,6 +137,10 @@ export function loadConfig(
     uploadTtlSeconds: integer(label('uploadTtlSeconds'), get('uploadTtlSeconds') ?? '86400', 1, 2 ** 31),
     changesRetentionSeconds: integer(label('changesRetentionSeconds'), get('changesRetentionSeconds') ?? String(7 * 86400), 1, 2 ** 31),
     changeLog: onOff(label('changeLog'), get('changeLog') ?? 'on'),
+    webhookAllowPrivate: trueFalse(label('webhookAllowPrivate'), get('webhookAllowPrivate') ?? 'false'),
+    webhookAttempts: integer(label('webhookAttempts'), get('webhookAttempts') ?? '10', 1, 100),
+    webhookRetryBaseMs: integer(label('webhookRetryBaseMs'), get('webhookRetryBaseMs') ?? '10000', 1, 86_400_000),
+    webhookTimeoutMs: integer(label('webhookTimeoutMs'), get('webhookTimeoutMs') ?? '10000', 1, 600_000),
     shutdownTimeoutMs: 10_000,
     logLevel,
   };
@@ -133,6 +149,11 @@ export function loadConfig(
 function onOff(name: string, value: string): boolean {
   if (value !== 'on' && value !== 'off') throw new ConfigError(`${name} must be on or off, got "${value}"`);
   return value === 'on';
+}
+
+function trueFalse(name: string, value: string): boolean {
+  if (value !== 'true' && value !== 'false') throw new ConfigError(`${name} must be true or false, got "${value}"`);
+  return value === 'true';
 }
 
 /** Parses `rowhouse serve` style flags into the shape loadConfig takes. */

@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   schema_changed: 409,
   /** An upload to a file that is attached to a row: its bytes cannot change. */
   file_attached: 409,
+  /** A retry of a flow delivery that is not failed, or whose flow is disabled. */
+  delivery_not_retryable: 409,
   /** A changes feed cursor older than the changes kept: what came after it is gone. */
   changes_gone: 410,
   payload_too_large: 413,

@@ -45,6 +45,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     const app = await buildApp({ config, database, secret: boot.secret });
     await app.listen({ port: config.port, host: config.host });
     const sweeper = sweepFiles(app, config, database);
+    app.webhooks.start();
     out(`Rowhouse is listening on ${config.publicUrl} (database: ${database.dialect.name})`);
 
     let stopping: Promise<void> | null = null;

@@ -10,7 +10,7 @@ import { isObject } from './json.ts';
  */
 
 /** How an attribute of a generic resource is stored and compared. */
-export type AttrType = 'text' | 'boolean' | 'timestamp' | 'json';
+export type AttrType = 'text' | 'integer' | 'boolean' | 'timestamp' | 'json';
 
 export const RESOURCE_OPS = [
   'eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'notLike', 'iLike', 'in', 'notIn', 'is', 'isNot',
@@ -20,6 +20,7 @@ export type ResourceOp = (typeof RESOURCE_OPS)[number];
 /** The operators each attribute type accepts. */
 export const OPS_BY_TYPE: Record<AttrType, readonly ResourceOp[]> = {
   text: RESOURCE_OPS,
+  integer: ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'notIn', 'is', 'isNot'],
   timestamp: ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'notIn', 'is', 'isNot'],
   boolean: ['eq', 'neq', 'is', 'isNot'],
   json: ['is', 'isNot'],
@@ -99,6 +100,10 @@ function comparisonValue(type: AttrType, op: ResourceOp, value: unknown, path: s
   }
   if (type === 'boolean') {
     if (typeof value !== 'boolean') details.push({ path, message: 'must be true or false' });
+    return value;
+  }
+  if (type === 'integer') {
+    if (!Number.isSafeInteger(value)) details.push({ path, message: 'must be an integer' });
     return value;
   }
   if (typeof value !== 'string') {

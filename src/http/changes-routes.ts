@@ -4,7 +4,7 @@ import type { ErrorDetail } from '../errors.ts';
 import { HttpError, invalid } from '../errors.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
 import type { ChangeLog } from '../store/change-log.ts';
-import type { Meta } from '../store/meta-schema.ts';
+import { changeJson } from '../render/change-json.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
 
 /**
@@ -42,14 +42,6 @@ function feedQuery(query: Record<string, unknown>): FeedQuery {
   const wait = integer(query, 'wait', 1, 30, details) ?? 0;
   if (details.length > 0) throw invalid(details, 'Invalid changes query');
   return { after, limit, wait };
-}
-
-/** One change as the feed answers it; row and changedFields are spliced in as the JSON text they are kept as. */
-function changeJson(c: Meta['rh_changes']): string {
-  return (
-    `{"sequence":${Number(c.sequence)},"type":${JSON.stringify(c.type)},"tableId":${JSON.stringify(c.tableId)},"rowId":${JSON.stringify(c.rowId)},` +
-    `"row":${c.row ?? 'null'},"changedFields":${c.changedFields ?? 'null'},"occurredAt":"${c.occurredAt}","memberId":${JSON.stringify(c.memberId)}}`
-  );
 }
 
 export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeLog): void {

@@ -36,6 +36,9 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
     return store.get(await store.resolveId(request.params.id), q.relations);
   });
 
+  // The service writes these items itself: no write routes (a write answers 404, as any unknown route).
+  if (store.spec.readOnly) return;
+
   app.post(base, async (request, reply) => {
     const [input] = store.validate([objectBody(request)], 'create', false);
     const [item] = await store.create([input], writeContext(request));

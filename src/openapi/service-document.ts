@@ -37,6 +37,7 @@ function schemaNames(spec: ResourceSpec): { many: string; one: string } {
 /** How a value of each attribute type reads in JSON (an attribute's own schema narrows it). */
 const ATTR_VALUE: Record<AttrType, Schema> = {
   text: { type: 'string' },
+  integer: { type: 'integer' },
   timestamp: { type: 'string', format: 'date-time' },
   boolean: { type: 'boolean' },
   json: {},
@@ -115,8 +116,12 @@ function resourceSchemas({ spec, queryable }: DocumentedResource): Record<string
           },
         }
       : {}),
-    [`${one}Create`]: bodySchema(spec, 'create'),
-    [`${one}Update`]: { ...bodySchema(spec, 'update'), description: 'The attributes to change; others keep their values.' },
+    ...(spec.readOnly
+      ? {}
+      : {
+          [`${one}Create`]: bodySchema(spec, 'create'),
+          [`${one}Update`]: { ...bodySchema(spec, 'update'), description: 'The attributes to change; others keep their values.' },
+        }),
     [`${one}Filter`]: {
       type: 'object',
       description: 'Conditions by attribute, `{operator: operand}`, all of which must hold; `and` and `or` combine filters.',
@@ -140,7 +145,33 @@ const dataOf = (items: Schema): Schema => ({ type: 'object', properties: { data:
 const atMost = (items: Schema): Schema => ({ type: 'array', maxItems: MAX_MANY, items });
 
 /** The list, get, create, update and delete routes of one resource, and their `*-many` forms. */
-function resourcePaths({ spec, queryable }: DocumentedResource): Record<string, PathItem> {
+function resourcePaths(resource: DocumentedResource): Record<string, PathItem> {
+  const paths = allResourcePaths(resource);
+  const { spec } = resource;
+  if (spec.readOnly) {
+    for (const [path, item] of Object.entries(paths)) {
+      const { parameters, get } = item as PathItem & { get?: Operation };
+      if (get) paths[path] = { ...(parameters ? { parameters } : {}), get };
+      else delete paths[path];
+    }
+  }
+  const { one } = schemaNames(spec);
+  for (const [action, { summary, description, errors }] of Object.entries(spec.actions ?? {})) {
+    paths[`/api/${spec.name}/{id}/${action}`] = {
+      parameters: [{ name: 'id', in: 'path', required: true, description: `The ${spec.label}’s id.`, schema: { type: 'string' } }],
+      post: {
+        operationId: `${action}${one}`,
+        tags: [spec.name],
+        summary,
+        description,
+        responses: { 200: jsonResponse(`The ${spec.label} after it.`, ref(one)), ...errorResponses(401, 404, ...errors) },
+      },
+    };
+  }
+  return paths;
+}
+
+function allResourcePaths({ spec, queryable }: DocumentedResource): Record<string, PathItem> {
   const { one, many } = schemaNames(spec);
   const base = `/api/${spec.name}`;
   const tags = [spec.name];

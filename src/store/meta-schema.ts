@@ -36,7 +36,24 @@ export interface Meta {
     revokedAt: string | null;
   };
   rh_environment_variables: ItemColumns & { name: string; value: string; description: string | null };
-  rh_flows: ItemColumns & { name: string; description: string | null; enabled: StoredBoolean; definition: StoredJson };
+  rh_flows: ItemColumns & { name: string; description: string | null; enabled: StoredBoolean; definition: StoredJson; secret: string | null };
+  /** How far an enabled flow has read its table's change log (events/delivery-store.ts). */
+  rh_flow_cursors: { flowId: string; tableId: string; sequence: number };
+  /** One change a flow is to deliver, and how its delivery goes. `change` is the change's JSON text. */
+  rh_flow_deliveries: ItemColumns & {
+    flowId: string;
+    eventId: string;
+    tableId: string;
+    sequence: number;
+    type: 'create' | 'update' | 'delete';
+    change: string;
+    status: 'pending' | 'succeeded' | 'failed';
+    attempts: number;
+    lastResponseStatus: number | null;
+    lastError: string | null;
+    nextAttemptAt: string | null;
+    leaseUntil: string | null;
+  };
   rh_tables: ItemColumns & { code: string | null; name: string; description: string | null; version: number };
   rh_fields: ItemColumns & {
     tableId: string;

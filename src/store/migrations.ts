@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type CreateTableBuilder, sql } from 'kysely';
 import type { Db } from './database.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
@@ -206,6 +207,48 @@ const migrations: Migration[] = [
         .addColumn('last', type(dialect, 'integer'), (c) => c.notNull())
         .addColumn('purgedThrough', type(dialect, 'integer'), (c) => c.notNull().defaultTo(0))
         .execute();
+    },
+  },
+  {
+    version: 7,
+    name: 'flow deliveries',
+    async up(db, dialect) {
+      // events/: a flow's signing secret, how far it has read its table's change log, and one row
+      // per change it is to deliver (created from the log in the transaction that moves the cursor).
+      const text = type(dialect, 'text');
+      const integer = type(dialect, 'integer');
+      const ts = type(dialect, 'timestamp');
+      await db.schema.alterTable('rh_flows').addColumn('secret', text).execute();
+      // Flows made before deliveries existed get a secret no one has seen: recreate one to learn it.
+      const old = await db.selectFrom('rh_flows').select('id').execute();
+      for (const f of old) {
+        await db.updateTable('rh_flows').set({ secret: `whsec_${randomBytes(32).toString('base64url')}` }).where('id', '=', f.id).execute();
+      }
+      await db.schema
+        .createTable('rh_flow_cursors')
+        .addColumn('flowId', text, (c) => c.primaryKey())
+        .addColumn('tableId', text, (c) => c.notNull())
+        .addColumn('sequence', integer, (c) => c.notNull())
+        .execute();
+      await withItemColumns(db.schema.createTable('rh_flow_deliveries'), dialect)
+        .addColumn('flowId', text, (c) => c.notNull())
+        .addColumn('eventId', text, (c) => c.notNull().unique())
+        .addColumn('tableId', text, (c) => c.notNull())
+        .addColumn('sequence', integer, (c) => c.notNull())
+        .addColumn('type', text, (c) => c.notNull())
+        // The change as the feed renders it, kept here so retention of the log never loses a delivery's body.
+        .addColumn('change', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('attempts', integer, (c) => c.notNull())
+        .addColumn('lastResponseStatus', integer)
+        .addColumn('lastError', text)
+        .addColumn('nextAttemptAt', ts)
+        // While a sender holds it: another may take it once this has passed (the sender died).
+        .addColumn('leaseUntil', ts)
+        .addUniqueConstraint('rh_flow_deliveries_change', ['flowId', 'tableId', 'sequence'])
+        .execute();
+      await db.schema.createIndex('rh_flow_deliveries_due').on('rh_flow_deliveries').columns(['status', 'nextAttemptAt']).execute();
+      await db.schema.createIndex('rh_flow_deliveries_flow').on('rh_flow_deliveries').columns(['flowId', 'status', 'sequence']).execute();
     },
   },
 ];

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
-import { type Item, expectStatus, listAll, namesOf, sleep } from './resources-support.ts';
+import { type Item, expectStatus, hook, listAll, namesOf, sleep } from './resources-support.ts';
 
 /** Environment variables created one by one, in this order, a few ms apart (distinct createdAt). */
 const VARS = [
@@ -164,7 +164,7 @@ eachDatabase('resources: listing', (kind) => {
     it('boolean and JSON attributes (flows): eq, neq, is, isNot', async () => {
       const made = expectStatus(
         await t.post('/api/flows/create-many', [
-          { name: 'B_ON', enabled: true },
+          { name: 'B_ON', enabled: true, definition: await hook(t) },
           { name: 'B_OFF1', enabled: false },
           { name: 'B_OFF2' },
         ]),
@@ -288,8 +288,8 @@ eachDatabase('resources: listing', (kind) => {
       const made = expectStatus(
         await t.post('/api/flows/create-many', [
           { name: 'S_B', enabled: false, description: 'B-off' },
-          { name: 'S_A', enabled: true, description: 'A-on' },
-          { name: 'S_B', enabled: true, description: 'B-on' },
+          { name: 'S_A', enabled: true, description: 'A-on', definition: await hook(t) },
+          { name: 'S_B', enabled: true, description: 'B-on', definition: await hook(t) },
           { name: 'S_A', enabled: false, description: 'A-off' },
         ]),
         201,

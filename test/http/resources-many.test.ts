@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
-import { GENERATED_KEY, type Item, UUID, expectStatus, listAll, sleep, unique } from './resources-support.ts';
+import { GENERATED_KEY, type Item, UUID, expectStatus, hook, listAll, sleep, unique, withoutSecret } from './resources-support.ts';
 
 eachDatabase('resources: *-many', (kind) => {
   let t: TestApp;
@@ -37,11 +37,13 @@ eachDatabase('resources: *-many', (kind) => {
     });
 
     it('applies defaults to each item (flows)', async () => {
-      const body = expectStatus(await t.post('/api/flows/create-many', [{ name: 'one' }, { name: 'two', enabled: true, definition: { a: 1 } }]), 201);
+      const definition = await hook(t);
+      const body = expectStatus(await t.post('/api/flows/create-many', [{ name: 'one' }, { name: 'two', enabled: true, definition }]), 201);
       assert.deepEqual(
         body.data.map((i: Item) => [i.name, i.enabled, i.definition]),
-        [['one', false, {}], ['two', true, { a: 1 }]],
+        [['one', false, {}], ['two', true, definition]],
       );
+      assert.ok(body.data.every((i: Item) => typeof i.secret === 'string'), 'each flow answers its secret once');
     });
 
     it('answers each api key once, and each works', async () => {
@@ -245,14 +247,14 @@ eachDatabase('resources: *-many', (kind) => {
       const ids = (created.data as Item[]).map((i) => i.id);
       const extra = expectStatus(await t.post('/api/flows', { name: 'um extra' }), 201);
       const before = byId(await allFlows());
-      const tooMany = [...ids, extra.id].map((id) => ({ id, enabled: true }));
+      const tooMany = [...ids, extra.id].map((id) => ({ id, description: 'changed' }));
       expectError(await t.put('/api/flows/update-many', tooMany), 400);
       const unchanged = byId(await allFlows());
       for (const id of [...ids, extra.id]) assert.deepEqual(unchanged.get(id), before.get(id));
       const body = expectStatus(await t.put('/api/flows/update-many', tooMany.slice(0, 1000)), 200);
       assert.equal(body.data.length, 1000);
-      assert.ok((body.data as Item[]).every((i) => i.enabled === true));
-      assert.equal(expectStatus(await t.get(`/api/flows/${extra.id}`), 200).enabled, false);
+      assert.ok((body.data as Item[]).every((i) => i.description === 'changed'));
+      assert.equal(expectStatus(await t.get(`/api/flows/${extra.id}`), 200).description, null);
     });
   });
 
@@ -280,7 +282,7 @@ eachDatabase('resources: *-many', (kind) => {
   describe('delete-many', () => {
     it('answers 200 {data} with the deleted items in request order; they are gone', async () => {
       const created = expectStatus(await t.post('/api/flows/create-many', [{ name: 'dm1' }, { name: 'dm2' }, { name: 'dm3' }]), 201);
-      const [x, y, z] = created.data as Item[];
+      const [x, y, z] = (created.data as Item[]).map(withoutSecret);
       const body = expectStatus(await t.delete('/api/flows/delete-many', [z.id, x.id]), 200);
       assert.deepEqual(body, { data: [z, x] });
       expectError(await t.get(`/api/flows/${x.id}`), 404);

@@ -41,3 +41,15 @@ export function unique(prefix: string): string {
   counter += 1;
   return `${prefix}_${counter}_${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/** A complete flow definition, on a new table, that an enabled flow needs (CONTRACT §9, flows); nothing is ever sent to it here. */
+export async function hook(t: TestApp): Promise<Record<string, unknown>> {
+  const table = expectStatus(await t.post('/api/tables', { name: 'hooked', fields: [] }), 201);
+  return { trigger: { table: table.id, events: ['create'] }, webhook: { url: 'https://example.com/hook' } };
+}
+
+/** A flow as get and list answer it: its create answer without the secret, which is answered once. */
+export function withoutSecret(item: Item): Item {
+  const { secret: _secret, ...rest } = item;
+  return rest as Item;
+}

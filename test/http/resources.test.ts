@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { STATUS_CODES } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
-import { GENERATED_KEY, ISO_UTC, type Item, UUID, expectStatus, listAll, sleep, unique } from './resources-support.ts';
+import { GENERATED_KEY, ISO_UTC, type Item, UUID, expectStatus, hook, listAll, sleep, unique } from './resources-support.ts';
 
 eachDatabase('resources: single items', (kind) => {
   let t: TestApp;
@@ -89,7 +89,8 @@ eachDatabase('resources: single items', (kind) => {
 
   describe('flows', () => {
     it('defaults enabled to false, definition to {} and description to null', async () => {
-      const created = expectStatus(await t.post('/api/flows', { name: 'Nightly' }), 201);
+      const { secret, ...created } = expectStatus(await t.post('/api/flows', { name: 'Nightly' }), 201);
+      assert.match(secret, /^whsec_/, 'the signing secret, answered on create only');
       assertNewItem(created, t.ownerId);
       assert.equal(created.enabled, false);
       assert.deepEqual(created.definition, {});
@@ -98,11 +99,10 @@ eachDatabase('resources: single items', (kind) => {
     });
 
     it('keeps a definition as structured JSON, and enabled as a boolean', async () => {
+      // A definition has a shape now (CONTRACT §9, flows): structured JSON in its filter and headers.
       const definition = {
-        steps: [{ type: 'http', url: 'https://x.test', retries: 3, ratio: 0.5 }, { type: 'noop', when: null }],
-        nested: { deep: { list: [1, 'two', true, null, { k: [] }] } },
-        text: 'quotes " and \\ and ünïcödé 🎉',
-        empty: {},
+        ...(await hook(t)),
+        webhook: { url: 'https://x.test/hook', headers: { 'X-Text': 'quotes " and \\ and ünïcödé 🎉' } },
       };
       const created = expectStatus(await t.post('/api/flows', { name: 'Structured', enabled: true, definition }), 201);
       assert.equal(created.enabled, true);
@@ -114,7 +114,7 @@ eachDatabase('resources: single items', (kind) => {
 
     it('updates partially with PUT: 200, updatedAt moves, createdAt/createdBy and untouched fields stay', async () => {
       const created = expectStatus(
-        await t.post('/api/flows', { name: 'Partial', description: 'old', enabled: true, definition: { a: 1 } }),
+        await t.post('/api/flows', { name: 'Partial', description: 'old', enabled: true, definition: await hook(t) }),
         201,
       );
       await sleep(5);
@@ -122,7 +122,7 @@ eachDatabase('resources: single items', (kind) => {
       assert.equal(updated.description, 'new');
       assert.equal(updated.name, 'Partial');
       assert.equal(updated.enabled, true);
-      assert.deepEqual(updated.definition, { a: 1 });
+      assert.deepEqual(updated.definition, created.definition);
       assert.equal(updated.id, created.id);
       assert.equal(updated.createdAt, created.createdAt);
       assert.equal(updated.createdBy, created.createdBy);
@@ -132,10 +132,10 @@ eachDatabase('resources: single items', (kind) => {
 
       // Each field alone, and null to clear the nullable one.
       await sleep(5);
-      const again = expectStatus(await t.put(`/api/flows/${created.id}`, { enabled: false, definition: { b: [2] }, description: null }), 200);
+      const again = expectStatus(await t.put(`/api/flows/${created.id}`, { enabled: false, definition: {}, description: null }), 200);
       assert.deepEqual(
         { name: again.name, enabled: again.enabled, definition: again.definition, description: again.description },
-        { name: 'Partial', enabled: false, definition: { b: [2] }, description: null },
+        { name: 'Partial', enabled: false, definition: {}, description: null },
       );
       assert.ok(again.updatedAt > updated.updatedAt);
       assert.equal(again.createdAt, created.createdAt);
@@ -162,7 +162,7 @@ eachDatabase('resources: single items', (kind) => {
     });
 
     it('deletes: 200 with the deleted item, then get, put and delete answer 404', async () => {
-      const created = expectStatus(await t.post('/api/flows', { name: 'Doomed', definition: { x: 1 } }), 201);
+      const created = expectStatus(await t.post('/api/flows', { name: 'Doomed', definition: await hook(t) }), 201);
       const read = expectStatus(await t.get(`/api/flows/${created.id}`), 200);
       const deleted = expectStatus(await t.delete(`/api/flows/${created.id}`), 200);
       assert.deepEqual(deleted, read);

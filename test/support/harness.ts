@@ -109,6 +109,8 @@ export interface AppOptions {
   sharing?: TestApp;
   /** PostgreSQL: sees each statement the app sends to the server. */
   onQuery?: (sql: string) => void;
+  /** The webhook worker's longest sleep between looks at the queue (buildApp's webhookPollMs). */
+  webhookPollMs?: number;
 }
 
 /** The real app over a scratch database, driven through Fastify's inject. */
@@ -124,7 +126,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}, o
   const database = await openDatabase(config.databaseUrl, { onQuery: options.onQuery });
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
-  const app = await buildApp({ config, database, secret: boot.secret, logger: false });
+  const app = await buildApp({ config, database, secret: boot.secret, logger: false, webhookPollMs: options.webhookPollMs });
 
   const request: TestApp['request'] = async (method, url, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

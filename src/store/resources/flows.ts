@@ -1,14 +1,116 @@
-import { AUDIT_RELATIONS, type ResourceSpec } from './resource-spec.ts';
+import { randomBytes } from 'node:crypto';
+import { isUuid } from '../../domain/codes.ts';
+import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
+import { isObject } from '../../domain/json.ts';
+import { parseRowFilter } from '../../domain/row-filter.ts';
+import { type ErrorDetail, invalid } from '../../errors.ts';
+import type { Dialect } from '../dialect.ts';
+import type { MetaDb } from '../meta-schema.ts';
+import { loadFields } from '../table-catalog.ts';
+import { AUDIT_RELATIONS, type Attrs, type ResourceSpec } from './resource-spec.ts';
 
-export const flows: ResourceSpec = {
-  name: 'flows',
-  table: 'rh_flows',
-  label: 'flow',
-  attrs: {
-    name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },
-    description: { type: 'text', schema: { type: 'string', maxLength: 10_000 }, nullable: true, default: () => null },
-    enabled: { type: 'boolean', schema: { type: 'boolean' }, default: () => false },
-    definition: { type: 'json', schema: { type: 'object' }, default: () => ({}) },
-  },
-  relations: AUDIT_RELATIONS,
-};
+/**
+ * Flows (CONTRACT §9; issue "Change events", item 3): a trigger on a table's changes and the
+ * webhook they are delivered to (events/). A create answers the signing secret once; it is kept
+ * (the signature needs it) but never answered again. Enabling a flow starts its cursor at the
+ * table's latest change: it delivers what is committed from then on.
+ */
+
+export interface FlowSpecOptions {
+  dialect: Dialect;
+  /** ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: whether a literal private address is a URL a flow may have. */
+  allowPrivate: boolean;
+}
+
+export const newFlowSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
+
+const ENABLE_DRAFT: ErrorDetail = { path: 'enabled', message: 'a flow can be enabled only with a complete definition {trigger: {table, events, filter?}, webhook: {url, headers?}}' };
+
+/** The table a definition names, checked with its filter; the definition answered names it by id. */
+async function resolveDefinition(tx: MetaDb, dialect: Dialect, definition: FlowDefinition): Promise<FlowDefinition> {
+  const ref = definition.trigger.table;
+  const row = await tx.selectFrom('rh_tables').select('id').where(isUuid(ref) ? 'id' : 'code', '=', isUuid(ref) ? ref.toLowerCase() : ref).executeTakeFirst();
+  if (!row) throw invalid([{ path: 'definition.trigger.table', message: `no table ${ref}` }], 'Invalid flow');
+  if (definition.trigger.filter !== undefined) {
+    const fields = (await loadFields(tx, dialect, [row.id])).get(row.id) ?? [];
+    const details: ErrorDetail[] = [];
+    parseRowFilter(definition.trigger.filter, { id: row.id, fields, fieldsByCode: new Map(fields.map((f) => [f.code, f])) }, details);
+    if (details.length > 0) throw invalid(details.map((d) => ({ path: `definition.trigger.${d.path}`, message: d.message })), 'Invalid flow');
+  }
+  return { ...definition, trigger: { ...definition.trigger, table: row.id } };
+}
+
+/** Starts (or starts again) the flow's reading of its table's change log after the latest change. */
+async function startCursor(tx: MetaDb, flowId: string, tableId: string): Promise<void> {
+  const counter = await tx.selectFrom('rh_change_counters').select('last').where('tableId', '=', tableId).executeTakeFirst();
+  const sequence = counter ? Number(counter.last) : 0;
+  await tx
+    .insertInto('rh_flow_cursors')
+    .values({ flowId, tableId, sequence })
+    .onConflict((oc) => oc.column('flowId').doUpdateSet({ tableId, sequence }))
+    .execute();
+}
+
+export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceSpec {
+  const check = (input: Attrs): ErrorDetail[] => {
+    const problems: ErrorDetail[] = [];
+    if (input.definition !== undefined) parseFlowDefinition(input.definition, allowPrivate, problems);
+    return problems;
+  };
+  return {
+    name: 'flows',
+    table: 'rh_flows',
+    label: 'flow',
+    attrs: {
+      name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },
+      description: { type: 'text', schema: { type: 'string', maxLength: 10_000 }, nullable: true, default: () => null },
+      enabled: { type: 'boolean', schema: { type: 'boolean' }, default: () => false },
+      definition: { type: 'json', schema: { type: 'object' }, default: () => ({}) },
+      secret: { type: 'text', schema: { type: 'string' }, create: 'no', update: false, hidden: true },
+    },
+    relations: AUDIT_RELATIONS,
+    createAnswers: {
+      secret: { type: 'string', description: 'The key of the webhook signatures (Rowhouse-Signature): answered on create only.' },
+    },
+    hooks: {
+      check(input, mode) {
+        const problems = check(input);
+        if (mode === 'create' && input.enabled === true && (input.definition === undefined || isDraft(input.definition))) problems.push(ENABLE_DRAFT);
+        return problems;
+      },
+      async beforeInsert(tx, columns, input) {
+        const parsed = parseFlowDefinition(input.definition, allowPrivate, []);
+        if (parsed) {
+          const definition = await resolveDefinition(tx, dialect, parsed);
+          columns.definition = dialect.encodeJson(definition);
+          if (input.enabled === true) await startCursor(tx, columns.id, definition.trigger.table);
+        }
+        const secret = newFlowSecret();
+        columns.secret = secret;
+        // Answered this once; list and get answers never carry it (a hidden attribute).
+        return { secret };
+      },
+      async beforeUpdate(tx, before, changes, input) {
+        const enabled = typeof input.enabled === 'boolean' ? input.enabled : before.enabled === true;
+        const given = input.definition !== undefined;
+        const raw = given ? input.definition : before.definition;
+        if (enabled && (!isObject(raw) || isDraft(raw))) throw invalid([ENABLE_DRAFT], 'Invalid flow');
+        const problems: ErrorDetail[] = [];
+        let definition = parseFlowDefinition(raw, allowPrivate, problems);
+        // A stored definition is checked again: a setting may have changed since it was written.
+        if (enabled && !definition) throw invalid(problems.length > 0 ? problems : [ENABLE_DRAFT], 'Invalid flow');
+        if (definition && given) {
+          definition = await resolveDefinition(tx, dialect, definition);
+          changes.definition = dialect.encodeJson(definition);
+        }
+        if (!enabled || !definition) return;
+        const beforeTable = (before.definition as FlowDefinition | undefined)?.trigger?.table;
+        if (before.enabled !== true || beforeTable !== definition.trigger.table) await startCursor(tx, before.id, definition.trigger.table);
+      },
+      async beforeDelete(tx, item) {
+        await tx.deleteFrom('rh_flow_cursors').where('flowId', '=', item.id).execute();
+        await tx.deleteFrom('rh_flow_deliveries').where('flowId', '=', item.id).execute();
+      },
+    },
+  };
+}

@@ -53,7 +53,7 @@ export interface ResourceHooks {
 }
 
 /** The metadata tables that hold generic resources. */
-export type ResourceTable = keyof Meta & ('rh_members' | 'rh_api_keys' | 'rh_environment_variables' | 'rh_flows' | 'rh_tables');
+export type ResourceTable = keyof Meta & ('rh_members' | 'rh_api_keys' | 'rh_environment_variables' | 'rh_flows' | 'rh_tables' | 'rh_flow_deliveries');
 
 export interface ResourceSpec {
   /** The URL segment: /api/<name>. */
@@ -68,6 +68,13 @@ export interface ResourceSpec {
   hooks?: ResourceHooks;
   /** What a create answers beyond the item (what beforeInsert returns), by name: JSON Schemas, for the OpenAPI document. */
   createAnswers?: Record<string, Record<string, unknown>>;
+  /** Only list and get: the service writes the items itself (flow deliveries). */
+  readOnly?: boolean;
+  /**
+   * `POST /api/<name>/{id}/<action>`, answering the item after it (registered by the resource's own
+   * route module): name → what it does and its error statuses, for the OpenAPI document.
+   */
+  actions?: Record<string, { summary: string; description: string; errors: number[] }>;
 }
 
 /** Relations every resource has: who created and who last updated it. */

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { FlowDefinition } from '../domain/flow-definition.ts';
+import { parseRowFilter } from '../domain/row-filter.ts';
+import { type RowRecord, matchesRowFilter } from '../domain/row-filter-match.ts';
+import type { ErrorDetail } from '../errors.ts';
+import { changeJson } from '../render/change-json.ts';
+import { type Database, inTransaction } from '../store/database.ts';
+import type { Meta, MetaDb } from '../store/meta-schema.ts';
+import { loadFields } from '../store/table-catalog.ts';
+
+/**
+ * The delivery queue in the database (rh_flow_cursors, rh_flow_deliveries), so that it survives
+ * a crash and is shared by every instance:
+ *
+ * - plan: a flow's new changes become delivery rows, and its cursor moves past them, in one
+ *   transaction. The change log numbers a table's changes in commit order, so a cursor past n has
+ *   seen every change up to n: none is skipped, and none planned twice. On PostgreSQL the cursor
+ *   row is locked (SKIP LOCKED: another instance planning the flow is left to it).
+ * - claim: each flow's head (its pending delivery of lowest sequence) when due, leased to one
+ *   sender (FOR UPDATE SKIP LOCKED on PostgreSQL, as file-store.ts claims files). A later delivery
+ *   of the flow is never claimed while an earlier one is pending: per-flow order. A sender that
+ *   dies leaves its lease to run out; another then sends again (at least once).
+ * - finish: the attempt's outcome, under the lease it was made with.
+ */
+
+export type Delivery = Meta['rh_flow_deliveries'];
+
+/** What a claimed delivery is sent with: its flow's webhook and secret, as they are now. */
+export interface Claimed {
+  delivery: Delivery;
+  flow: { enabled: boolean; definition: FlowDefinition | Record<string, never>; secret: string | null } | null;
+}
+
+export interface Outcome {
+  status: number | null;
+  error: string | null;
+}
+
+/** Changes read per planning transaction. */
+const PLAN_BATCH = 500;
+const INSERT_BATCH = 100;
+
+export class DeliveryStore {
+  constructor(private readonly database: Database) {}
+
+  private get db(): MetaDb {
+    return this.database.db as MetaDb;
+  }
+
+  /** Enabled flows whose table has changes past their cursor. */
+  async behind(): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('rh_flow_cursors as c')
+      .innerJoin('rh_change_counters as k', 'k.tableId', 'c.tableId')
+      .innerJoin('rh_flows as f', 'f.id', 'c.flowId')
+      .select('c.flowId')
+      .where('f.enabled', '=', this.database.dialect.encodeBoolean(true))
+      .whereRef('k.last', '>', 'c.sequence')
+      .execute();
+    return rows.map((r) => r.flowId);
+  }
+
+  /** Plans the next changes of a flow; answers how many changes it read (0: none, or another instance holds the flow). */
+  async plan(flowId: string, now: string): Promise<number> {
+    const { dialect } = this.database;
+    return inTransaction(this.database, async (txAny) => {
+      const tx = txAny as MetaDb;
+      let q = tx.selectFrom('rh_flow_cursors').selectAll().where('flowId', '=', flowId);
+      if (dialect.lockRows) q = q.forUpdate().skipLocked();
+      const cursor = await q.executeTakeFirst();
+      if (!cursor) return 0;
+      const flow = await tx.selectFrom('rh_flows').select(['enabled', 'definition']).where('id', '=', flowId).executeTakeFirst();
+      if (!flow || !dialect.decodeBoolean(flow.enabled)) return 0;
+      const definition = dialect.decodeJson(flow.definition) as FlowDefinition;
+      if (definition.trigger?.table !== cursor.tableId) return 0;
+      const changes = await tx
+        .selectFrom('rh_changes')
+        .selectAll()
+        .where('tableId', '=', cursor.tableId)
+        .where('sequence', '>', Number(cursor.sequence))
+        .orderBy('sequence')
+        .limit(PLAN_BATCH)
+        .execute();
+      if (changes.length === 0) return 0;
+      const judge = await this.judge(tx, definition);
+      const rows: Delivery[] = [];
+      for (const c of changes) {
+        if (!definition.trigger.events.includes(c.type)) continue;
+        const verdict = judge(c);
+        if (verdict === false) continue;
+        const failed = typeof verdict === 'string';
+        rows.push({
+          id: randomUUID(), createdAt: now, updatedAt: now, createdBy: c.memberId, updatedBy: c.memberId,
+          flowId, eventId: randomUUID(), tableId: c.tableId, sequence: Number(c.sequence), type: c.type, change: changeJson(c),
+          status: failed ? 'failed' : 'pending', attempts: 0, lastResponseStatus: null, lastError: failed ? verdict : null,
+          nextAttemptAt: failed ? null : now, leaseUntil: null,
+        });
+      }
+      for (let i = 0; i < rows.length; i += INSERT_BATCH) await tx.insertInto('rh_flow_deliveries').values(rows.slice(i, i + INSERT_BATCH)).execute();
+      const last = Number(changes[changes.length - 1].sequence);
+      await tx.updateTable('rh_flow_cursors').set({ sequence: last }).where('flowId', '=', flowId).execute();
+      return changes.length;
+    });
+  }
+
+  /**
+   * Whether a change passes the flow's filter: true, false, or why it cannot be told (the filter
+   * no longer fits the table's fields: the delivery is then failed, with that reason, rather than
+   * lost). A delete carries no row: every delete passes a filter.
+   */
+  private async judge(tx: MetaDb, definition: FlowDefinition): Promise<(c: Meta['rh_changes']) => boolean | string> {
+    const raw = definition.trigger.filter;
+    if (raw === undefined) return () => true;
+    const tableId = definition.trigger.table;
+    const fields = (await loadFields(tx, this.database.dialect, [tableId])).get(tableId) ?? [];
+    const details: ErrorDetail[] = [];
+    const filter = parseRowFilter(raw, { id: tableId, fields, fieldsByCode: new Map(fields.map((f) => [f.code, f])) }, details);
+    if (!filter) {
+      const why = `the flow's filter no longer fits its table: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`;
+      return (c) => (c.row === null ? true : why);
+    }
+    return (c) => c.row === null || matchesRowFilter(filter, JSON.parse(c.row) as RowRecord);
+  }
+
+  /** Leases up to `limit` due flow heads until `leaseUntil`; answers them with their flows. */
+  async claimHeads(now: string, leaseUntil: string, limit: number): Promise<Claimed[]> {
+    const { dialect } = this.database;
+    const lock = dialect.lockRows ? sql`for update of d skip locked` : sql``;
+    const ids = sql`select d.id from rh_flow_deliveries d join rh_flows f on f.id = d."flowId"
+      where d.status = 'pending' and d."nextAttemptAt" <= ${now} and (d."leaseUntil" is null or d."leaseUntil" < ${now})
+        and f.enabled = ${dialect.encodeBoolean(true)}
+        and not exists (select 1 from rh_flow_deliveries e where e."flowId" = d."flowId" and e.status = 'pending' and e.sequence < d.sequence)
+      order by d."nextAttemptAt" limit ${limit} ${lock}`;
+    const claimed = await sql<Delivery>`update rh_flow_deliveries set "leaseUntil" = ${leaseUntil} where id in (${ids}) returning *`.execute(this.db);
+    return this.withFlows(claimed.rows);
+  }
+
+  /** Leases one failed delivery for a retry by hand; undefined when it is not failed (or another retry holds it). */
+  async claimFailed(id: string, now: string, leaseUntil: string): Promise<Claimed | undefined> {
+    const claimed = await this.db
+      .updateTable('rh_flow_deliveries')
+      .set({ leaseUntil })
+      .where('id', '=', id)
+      .where('status', '=', 'failed')
+      .where((eb) => eb.or([eb('leaseUntil', 'is', null), eb('leaseUntil', '<', now)]))
+      .returningAll()
+      .execute();
+    return (await this.withFlows(claimed))[0];
+  }
+
+  private async withFlows(deliveries: Delivery[]): Promise<Claimed[]> {
+    if (deliveries.length === 0) return [];
+    const { dialect } = this.database;
+    const ids = [...new Set(deliveries.map((d) => d.flowId))];
+    const flows = await this.db.selectFrom('rh_flows').select(['id', 'enabled', 'definition', 'secret']).where('id', 'in', ids).execute();
+    const byId = new Map(flows.map((f) => [f.id, { enabled: dialect.decodeBoolean(f.enabled), definition: dialect.decodeJson(f.definition) as FlowDefinition, secret: f.secret }]));
+    return deliveries.map((delivery) => ({ delivery, flow: byId.get(delivery.flowId) ?? null }));
+  }
+
+  /**
+   * Records an attempt made under `lease`: succeeded on a 2xx; otherwise pending again at
+   * `retryAt`, or failed when that is null. Nothing changes when the lease was lost meanwhile.
+   */
+  async finish(d: Delivery, lease: string, outcome: Outcome, now: string, retryAt: string | null): Promise<void> {
+    const ok = outcome.error === null;
+    await this.db
+      .updateTable('rh_flow_deliveries')
+      .set({
+        status: ok ? 'succeeded' : retryAt === null ? 'failed' : 'pending',
+        attempts: sql`attempts + 1`,
+        lastResponseStatus: outcome.status,
+        lastError: outcome.error === null ? null : outcome.error.slice(0, 1000),
+        nextAttemptAt: ok ? null : retryAt,
+        leaseUntil: null,
+        updatedAt: now,
+      })
+      .where('id', '=', d.id)
+      .where('leaseUntil', '=', lease)
+      .execute();
+  }
+
+  /** Gives a lease back with nothing recorded. */
+  async release(d: Delivery, lease: string): Promise<void> {
+    await this.db.updateTable('rh_flow_deliveries').set({ leaseUntil: null }).where('id', '=', d.id).where('leaseUntil', '=', lease).execute();
+  }
+
+  /** When the next pending delivery falls due (undefined: none is pending). */
+  async nextDue(): Promise<string | undefined> {
+    const row = await this.db.selectFrom('rh_flow_deliveries').select((eb) => eb.fn.min('nextAttemptAt').as('due')).where('status', '=', 'pending').executeTakeFirst();
+    return (row?.due as string | null | undefined) ?? undefined;
+  }
+}
