@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('files', files);
   app.addHook('onClose', () => files.close());
 
-  const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect)) : undefined;
+  const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect), database.runNow?.bind(database)) : undefined;
   const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
   const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),

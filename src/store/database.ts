@@ -41,6 +41,12 @@ export interface Database {
    * builder for every row. An error carries the index of the row that failed (`rowIndex`).
    */
   runEach?(sql: string, rows: readonly (readonly unknown[])[]): void;
+  /**
+   * SQLite: runs one statement at once on the main connection (where the open transaction is), and
+   * answers the rows it returns: for statements every write makes, without the query builder's
+   * round of promises.
+   */
+  runNow?(sql: string, parameters: readonly unknown[]): Record<string, unknown>[];
 }
 
 export interface DatabaseOptions {
@@ -239,6 +245,10 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
     db,
     dialect: sqliteDialect,
     statistics,
+    runNow(source, parameters) {
+      const statement = main.prepare(source);
+      return statement.reader ? (statement.all(...parameters) as Record<string, unknown>[]) : (statement.run(...parameters), []);
+    },
     runEach(source, rows) {
       const statement = main.prepare(source);
       rows.forEach((row, rowIndex) => {
