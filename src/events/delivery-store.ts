@@ -49,6 +49,18 @@ export class DeliveryStore {
   }
 
   /** Enabled flows whose table has changes past their cursor. */
+  /** The tables that enabled flows watch. */
+  async watchedTables(): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('rh_flow_cursors as c')
+      .innerJoin('rh_flows as f', 'f.id', 'c.flowId')
+      .select('c.tableId')
+      .distinct()
+      .where('f.enabled', '=', this.database.dialect.encodeBoolean(true))
+      .execute();
+    return rows.map((r) => r.tableId);
+  }
+
   async behind(): Promise<string[]> {
     const rows = await this.db
       .selectFrom('rh_flow_cursors as c')

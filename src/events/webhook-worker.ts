@@ -36,7 +36,15 @@ export class WebhookWorker {
   private running: Promise<void> | null = null;
   private again = false;
   private started = false;
-  private readonly wake = () => this.kick();
+  /**
+   * The tables enabled flows watch, as of the last look: a commit to another table wakes no one
+   * (a look is three queries, on SQLite on the writers' one connection). A flow enabled since is
+   * seen by the next look, at most `pollMs` later.
+   */
+  private watched = new Set<string>();
+  private readonly wake = (tableId: string) => {
+    if (this.watched.has(tableId)) this.kick();
+  };
 
   constructor(
     private readonly store: DeliveryStore,
@@ -96,6 +104,7 @@ export class WebhookWorker {
 
   /** Plans every flow that is behind, then sends the due heads; answers whether it did anything. */
   async tick(): Promise<boolean> {
+    this.watched = new Set(await this.store.watchedTables());
     let worked = false;
     for (const flowId of await this.store.behind()) {
       while ((await this.store.plan(flowId, new Date().toISOString())) > 0) worked = true;
