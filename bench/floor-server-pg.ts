@@ -1,6 +1,8 @@
 // The floor on PostgreSQL: a minimal Fastify + pg server answering the same workloads with raw,
 // parameterised SQL on the same table. env: PORT, FLOOR_DB (a postgres:// URL), FLOOR_TABLES as
 // for floor-server.ts (the first is the main table; /bulk and /batch write into any by index).
+import type { Readable } from 'node:stream';
+import { parse as csvParser } from 'csv-parse';
 import Fastify from 'fastify';
 import pg from 'pg';
 
@@ -116,6 +118,46 @@ app.post('/batch', async (req) => {
     }
   });
   return { data: out };
+});
+
+/**
+ * A CSV file (a header naming the columns by field code, `id` optional) streamed from the request
+ * body into FLOOR_TABLES[?table] in ONE transaction, as multi-row inserts of 1000 rows (the
+ * service's import writes a chunk of 1000 checked rows as one statement): what rows-import does,
+ * minus its checks. csv-parse reads the body as it arrives, and waits while an insert runs; cells
+ * are bound as text (PostgreSQL casts them to the column's type), an empty one as null. Answers {created}.
+ */
+app.addContentTypeParser('text/csv', (_req, payload, done) => done(null, payload));
+app.post('/import', async (req) => {
+  const { physical, columns } = tables[Number((req.query as { table?: string }).table ?? 0)];
+  const now = new Date().toISOString();
+  const parser = (req.body as Readable).pipe(csvParser());
+  (req.body as Readable).once('error', (err) => parser.destroy(err));
+  let created = 0;
+  await inTransaction(async (client) => {
+    let header: { idAt: number; fields: { k: number; column: string }[]; names: string[] } | null = null;
+    let batch: (string | null)[][] = [];
+    const flush = async () => {
+      if (batch.length === 0 || !header) return;
+      const params: unknown[] = [];
+      const tuples = batch.map((row) => `(${row.map((v) => `$${params.push(v)}`).join(', ')})`);
+      await client.query(`insert into ${physical} (${header.names.join(', ')}) values ${tuples.join(', ')}`, params);
+      created += batch.length;
+      batch = [];
+    };
+    for await (const cells of parser as AsyncIterable<string[]>) {
+      if (!header) {
+        const fields = cells.flatMap((code, k) => (code === 'id' ? [] : [{ k, column: columns[code] }]));
+        header = { idAt: cells.indexOf('id'), fields, names: ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...fields.map((f) => f.column)] };
+        continue;
+      }
+      const id = header.idAt === -1 ? crypto.randomUUID() : cells[header.idAt];
+      batch.push([id, now, now, 'floor', 'floor', ...header.fields.map((f) => (cells[f.k] === '' ? null : cells[f.k]))]);
+      if (batch.length === 1000) await flush();
+    }
+    await flush();
+  });
+  return { created };
 });
 
 /** The whole table as comma-joined lines, read in keyset chunks of 500 rows, as the service reads it. */

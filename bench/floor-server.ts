@@ -1,7 +1,9 @@
 // The floor: a minimal Fastify + better-sqlite3 server answering the same workloads with raw,
 // prepared SQL on the same tables. What the service is measured against.
 //   env: PORT, FLOOR_DB, FLOOR_TABLES = JSON [{physical, columns: {code: column}}] (the first is the main table)
+import type { Readable } from 'node:stream';
 import SqliteDatabase from 'better-sqlite3';
+import { parse as csvParser } from 'csv-parse';
 import Fastify from 'fastify';
 
 interface FloorTable {
@@ -119,5 +121,50 @@ app.get('/export', (_req, reply) => {
     }
   };
   pump();
+});
+/**
+ * A CSV file (a header naming the columns by field code, `id` optional) streamed from the request
+ * body into FLOOR_TABLES[?table], all its rows in ONE transaction through one prepared insert: what
+ * the service's rows-import does, minus its checks. csv-parse reads the body as it arrives (never
+ * held whole); each cell is bound as its column's declared type takes it (empty: null; REAL: a
+ * number; INTEGER: true/false as 1/0; TEXT as it is, JSON cells too, unchecked). Answers {created}.
+ */
+app.addContentTypeParser('text/csv', (_req, payload, done) => done(null, payload));
+app.post('/import', async (req) => {
+  const { physical, columns } = tables[Number((req.query as { table?: string }).table ?? 0)];
+  const declared = new Map((db.prepare(`select name, type from pragma_table_info('${physical}')`).all() as { name: string; type: string }[]).map((r) => [r.name, r.type.toUpperCase()]));
+  const convert = (column: string) => {
+    const type = declared.get(column);
+    if (type === 'REAL') return (s: string) => (s === '' ? null : Number(s));
+    if (type === 'INTEGER') return (s: string) => (s === '' ? null : s === 'true' ? 1 : s === 'false' ? 0 : Number(s));
+    return (s: string) => (s === '' ? null : s);
+  };
+  const now = new Date().toISOString();
+  const parser = (req.body as Readable).pipe(csvParser());
+  (req.body as Readable).once('error', (err) => parser.destroy(err));
+  let insert: ((cells: string[]) => void) | null = null;
+  let created = 0;
+  db.exec('begin immediate');
+  try {
+    for await (const cells of parser as AsyncIterable<string[]>) {
+      if (!insert) {
+        const idAt = cells.indexOf('id');
+        const fields = cells.flatMap((code, k) => (code === 'id' ? [] : [{ k, column: columns[code], convert: convert(columns[code]) }]));
+        const names = ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', ...fields.map((f) => f.column)];
+        const stmt = db.prepare(`insert into ${physical} (${names.join(', ')}) values (${names.map(() => '?').join(', ')})`);
+        insert = (row) => {
+          stmt.run(idAt === -1 ? crypto.randomUUID() : row[idAt], now, now, 'floor', 'floor', ...fields.map((f) => f.convert(row[f.k])));
+        };
+        continue;
+      }
+      insert(cells);
+      created++;
+    }
+    db.exec('commit');
+  } catch (err) {
+    db.exec('rollback');
+    throw err;
+  }
+  return { created };
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

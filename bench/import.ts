@@ -1,0 +1,366 @@
+// Import benchmark: N rows of the shared dataset (default 1,000,000) as one CSV file, POSTed to
+// rows-import of `rowhouse serve` (the build: run `npm run build` first) through Node's http
+// client, streamed from a generator (the file is never whole in memory, in the client or, the
+// route promises, in the service), in one transaction (atomic=true, the default). Reports rows/s
+// against the floor and the service's peak RSS growth during the import. Goals: at least 0.7 of
+// the floor's rate, and less than 64 MiB of growth.
+//
+// The floor is /import of bench/floor-server.ts (floor-server-pg.ts on PostgreSQL): a separate
+// process that receives the same bytes the same way (the same generator, the same http client,
+// over loopback), parses them with csv-parse as the service does, and inserts every row in ONE
+// transaction, through one prepared statement on SQLite and 1000-row multi-row inserts on
+// PostgreSQL (the service writes each 1000-row chunk as one statement), into a table made by the
+// same API (createBenchTable), so with the same indexes. That is the service's work minus its
+// checks and its row building. An in-process floor (better-sqlite3 in this script) would have been
+// simpler, but would skip the HTTP transfer and the body parsing the service cannot skip, and
+// would share this process with the CSV generator: the ratio would charge the service for
+// receiving bytes. Both sides write into fresh tables of the same database, one after the other,
+// alternating which goes first; before each import the service is left to go idle (the planner
+// statistics it takes after a large write, which run in a worker thread, finish first).
+//
+// The file: a header `id,title,status,…` (the id and the dataset's fields, as an export writes
+// them minus its system columns), CRLF newlines, RFC 4180 quoting (the dataset's words hold
+// commas, quotes and newlines), record and list cells as JSON, null as an empty cell. A million
+// rows are about 230 MB: over the default ROWHOUSE_MAX_FILE_BYTES (100 MiB), so the service runs
+// with a higher limit.
+//
+// Memory: the service's VmRSS sampled every 50 ms during each import, and its VmHWM (reset before
+// each import through /proc/<pid>/clear_refs, so it is the peak of that import alone; where the
+// kernel refuses, the samples only), over its VmRSS just before the import (after warm-up and idle).
+//
+// On a 2-core machine this script's CSV generation (reported alone) competes with the service, the
+// floor and PostgreSQL for the cores, alike for both sides; the rounds' spread is printed, and the
+// CPU time each side spent per row (less sensitive to other load on the machine than rows/s).
+// The service runs as configured by default, so with its change log (every imported row is also
+// a change entry); ROWHOUSE_CHANGE_LOG=off in the environment measures it without.
+//   npm run build && node --import tsx bench/import.ts [rows=1000000] [rounds=3]      (BENCH_DATABASE=postgres too)
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
+import { api, type BenchTable, createBenchTable, dataset } from './support/dataset.ts';
+import { BENCH_KEY, type Proc, ROOT, startFloor, startService } from './support/processes.ts';
+// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
+import { startPostgres } from '../test/support/postgres-server.mjs';
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const ROUNDS = Number(process.argv[3] ?? 3);
+if (!(Number.isInteger(N) && N >= 1) || !(Number.isInteger(ROUNDS) && ROUNDS >= 1)) throw new Error('usage: bench/import.ts [rows=1000000] [rounds=3]');
+const WARMUP = Math.min(N, 20_000);
+const RATIO_GOAL = 0.7;
+const RSS_BUDGET_MIB = 64;
+const SAMPLE_MS = 50;
+const CHUNK_BYTES = 64 * 1024;
+
+const ds = await dataset();
+const CODES = ds.FIELDS.map((f) => f.code);
+
+/** RFC 4180 quoting, as exports write cells: a cell holding a comma, a quote, CR or LF is quoted, quotes doubled. */
+const quoted = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+
+/**
+ * Each field's value as an export writes its cell (null: empty; record and list: JSON). Only text
+ * can need quoting in this dataset besides JSON: numbers, booleans, dates and date-times cannot.
+ */
+const CELLS = ds.FIELDS.map(({ code, type }) => {
+  const plain = type === 'number' || type === 'boolean' || type === 'date' || type === 'dateTime';
+  const json = type === 'record' || type === 'list';
+  return (values: Record<string, unknown>) => {
+    const v = values[code];
+    if (v === null || v === undefined) return '';
+    if (plain) return String(v);
+    return quoted(json ? JSON.stringify(v) : (v as string));
+  };
+});
+
+/** The CSV file of the first n dataset rows, in chunks of about 64 KiB, made as they are asked for. */
+function* csvFile(n: number): Generator<Buffer> {
+  let text = ['id', ...CODES].join(',') + '\r\n';
+  for (const r of ds.rows(n)) {
+    text += r.id;
+    for (const cell of CELLS) text += ',' + cell(r.values);
+    text += '\r\n';
+    if (text.length >= CHUNK_BYTES) {
+      yield Buffer.from(text);
+      text = '';
+    }
+  }
+  if (text) yield Buffer.from(text);
+}
+
+/** POSTs the CSV of n rows to `url`, streamed; answers the JSON answer. */
+function postCsv(url: string, n: number, headers: Record<string, string>): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'text/csv', ...headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('error', reject);
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`POST ${url} → ${res.statusCode}: ${body.slice(0, 500)}`));
+        else resolve(JSON.parse(body));
+      });
+    });
+    req.on('error', reject);
+    pipeline(csvFile(n), req).catch(reject);
+  });
+}
+
+/** VmRSS and VmHWM of a process, in MiB. */
+function memory(pid: number): { rss: number; hwm: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** Resets a process's VmHWM to its VmRSS (Linux 4.0+); false where the kernel does not let us. */
+function resetPeak(pid: number): boolean {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** User + system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Threads of a process. */
+const threads = (pid: number) => Number(/Threads:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+
+/**
+ * Waits until a process has used at most 20 ms of CPU in each of two consecutive 500 ms windows,
+ * and has at most `maxThreads` threads (the service's statistics worker, which analyses a table
+ * after a large write, leaves 5 s after its last job), up to 2 minutes.
+ */
+async function idle(pid: number, maxThreads = Infinity): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  let quiet = 0;
+  let last = cpuMs(pid);
+  while ((quiet < 2 || threads(pid) > maxThreads) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpuMs(pid);
+    quiet = now - last <= 20 ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
+interface Run {
+  seconds: number;
+  rowsPerSecond: number;
+  cpuMs: number;
+  benchCpuMs: number;
+  /** Over the VmRSS just before the import: the peak of the samples, and of VmHWM. */
+  sampledGrowth: number;
+  hwmGrowth: number;
+  before: number;
+  samples: number;
+  maxGapMs: number;
+}
+
+/** One import of n rows into `url`, timed, with the CPU and memory of process `pid` while it runs. */
+async function measure(pid: number, url: string, n: number, headers: Record<string, string>, maxThreads?: number): Promise<Run> {
+  await idle(pid, maxThreads);
+  const peakReset = resetPeak(pid);
+  const before = memory(pid).rss;
+  let peak = before;
+  let samples = 1;
+  let last = performance.now();
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+    peak = Math.max(peak, memory(pid).rss);
+    samples++;
+  }, SAMPLE_MS);
+  const cpu0 = cpuMs(pid);
+  const bench0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  let answer: { created: number; failed?: number };
+  try {
+    answer = await postCsv(url, n, headers);
+  } finally {
+    clearInterval(timer);
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const bench = process.cpuUsage(bench0);
+  const after = memory(pid);
+  peak = Math.max(peak, after.rss);
+  if (answer.created !== n || (answer.failed ?? 0) !== 0) throw new Error(`${url} answered ${JSON.stringify(answer).slice(0, 500)}, expected ${n} rows created`);
+  return {
+    seconds,
+    rowsPerSecond: n / seconds,
+    cpuMs: cpuMs(pid) - cpu0,
+    benchCpuMs: (bench.user + bench.system) / 1000,
+    sampledGrowth: peak - before,
+    hwmGrowth: peakReset ? after.hwm - before : NaN,
+    before,
+    samples: samples + 1,
+    maxGapMs,
+  };
+}
+
+/**
+ * What the launcher says on stderr when it starts: it names tsx when it runs src/ through it (dist/
+ * missing or older than src/). Asked with --help just before the service starts, which makes the
+ * same check; startService keeps the service's own stderr to itself.
+ */
+function launcherNote(): string {
+  const run = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: ROOT, encoding: 'utf8' });
+  return run.stderr.trim();
+}
+
+// The client's own cost: generating the file alone, and its size.
+let bytes = 0;
+const g0 = process.hrtime.bigint();
+for (const chunk of csvFile(N)) bytes += chunk.length;
+const generateSeconds = Number(process.hrtime.bigint() - g0) / 1e9;
+
+const note = launcherNote();
+if (/tsx/.test(note)) throw new Error(`the service would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` first`);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-bench-import-'));
+const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
+if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
+const dbFile = path.join(dir, 'rowhouse.db');
+const service = await startService({
+  ROWHOUSE_DATA_DIR: dir,
+  ROWHOUSE_MAX_FILE_BYTES: String(Math.max(100 * 2 ** 20, 2 * bytes)),
+  ...(postgres ? { DATABASE_URL: postgres.url } : {}),
+});
+const servicePid = service.child.pid as number;
+const serviceThreads = threads(servicePid);
+
+// Fresh tables for every import: the warm-up's and each round's, the service's (s…) and the floor's (f…).
+const names = ['w', ...Array.from({ length: ROUNDS }, (_, k) => `r${k + 1}`)];
+const serviceTables = new Map<string, BenchTable>();
+const floorTables: BenchTable[] = [];
+for (const name of names) {
+  serviceTables.set(name, await createBenchTable(service.url, `s${name}`));
+  floorTables.push(await createBenchTable(service.url, `f${name}`));
+}
+const columnsOf = (t: BenchTable) => Object.fromEntries(ds.FIELDS.map((f) => [f.code, t.column(f.code)]));
+const floor: Proc = await startFloor(postgres ? postgres.url : dbFile, floorTables.map((t) => ({ physical: t.physical, columns: columnsOf(t) })));
+const floorPid = floor.child.pid as number;
+
+const serviceImport = (name: string, n: number) =>
+  measure(servicePid, `${service.url}/api/tables/s${name}/rows-import?format=csv&encoding=utf8`, n, { 'x-api-key': BENCH_KEY }, serviceThreads);
+const floorImport = (name: string, n: number) => measure(floorPid, `${floor.url}/import?table=${names.indexOf(name)}`, n, {});
+
+/** Rows in a table, and the sum of a number column over them, straight from the database. */
+async function tally(table: BenchTable): Promise<{ rows: number; sum: number }> {
+  const text = `select count(*) as rows, sum(${table.column('quantity')}) as sum from ${table.physical}`;
+  if (postgres) {
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      const { rows: [r] } = await client.query(text);
+      return { rows: Number(r.rows), sum: Number(r.sum) };
+    } finally {
+      await client.end();
+    }
+  }
+  const db = new SqliteDatabase(dbFile, { readonly: true });
+  try {
+    const r = db.prepare(text).get() as { rows: number; sum: number };
+    return { rows: Number(r.rows), sum: Number(r.sum) };
+  } finally {
+    db.close();
+  }
+}
+
+const runs = { service: [] as Run[], floor: [] as Run[] };
+let expectedSum = 0;
+for (const r of ds.rows(N)) expectedSum += r.values.quantity as number;
+const checks: string[] = [];
+try {
+  await serviceImport('w', WARMUP);
+  await floorImport('w', WARMUP);
+  for (let round = 1; round <= ROUNDS; round++) {
+    const name = `r${round}`;
+    // Alternating which side goes first: a round's second import runs on a database that just took a million rows.
+    if (round % 2 === 1) {
+      runs.service.push(await serviceImport(name, N));
+      runs.floor.push(await floorImport(name, N));
+    } else {
+      runs.floor.push(await floorImport(name, N));
+      runs.service.push(await serviceImport(name, N));
+    }
+    console.log(`round ${round}: service ${runs.service.at(-1)?.rowsPerSecond.toFixed(0)} rows/s, floor ${runs.floor.at(-1)?.rowsPerSecond.toFixed(0)} rows/s`);
+    for (const [side, table] of [['service', serviceTables.get(name)], ['floor', floorTables[names.indexOf(name)]]] as const) {
+      const t = await tally(table as BenchTable);
+      if (t.rows !== N || Math.abs(t.sum - expectedSum) > 1e-6) throw new Error(`${side} round ${round}: ${t.rows} rows (sum of quantity ${t.sum}), expected ${N} (${expectedSum})`);
+    }
+  }
+  checks.push(`every round: ${N} rows in each side's table, the sum of quantity as the dataset's`);
+  // A few rows read back through the API, as the dataset wrote them (quoting, JSON cells, nulls).
+  const last = serviceTables.get(`r${ROUNDS}`) as BenchTable;
+  const probe = [0, 1, Math.floor(N / 2), N - 1].filter((i, k, a) => a.indexOf(i) === k);
+  const source = new Map<number, { id: string; values: Record<string, unknown> }>();
+  let i = 0;
+  for (const r of ds.rows(N)) {
+    if (probe.includes(i)) source.set(i, r);
+    i++;
+  }
+  for (const k of probe) {
+    const want = source.get(k) as { id: string; values: Record<string, unknown> };
+    const row = await api(service.url, 'GET', `/api/tables/${last.id}/rows/${want.id}`);
+    const got = JSON.stringify(CODES.map((c) => row.values[c] ?? null));
+    const expected = JSON.stringify(CODES.map((c) => want.values[c] ?? null));
+    if (got !== expected) throw new Error(`row ${want.id} reads ${got}, expected ${expected}`);
+  }
+  checks.push(`rows ${probe.join(', ')} read back through the API with the dataset's values`);
+} finally {
+  await service.stop();
+  await floor.stop();
+  await postgres?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+const best = (xs: Run[]) => xs.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const s = best(runs.service);
+const f = best(runs.floor);
+const ratios = runs.service.map((r, k) => r.rowsPerSecond / runs.floor[k].rowsPerSecond);
+const ratio = s.rowsPerSecond / f.rowsPerSecond;
+console.log(
+  `\n${postgres ? 'PostgreSQL' : 'SQLite'}: ${N} rows imported as one ${(bytes / 1e6).toFixed(0)} MB CSV file in one transaction, ${ROUNDS === 1 ? '1 round' : `best of ${ROUNDS} rounds`} after a ${WARMUP}-row warm-up; ` +
+    `service: node bin/rowhouse.mjs serve (the build in dist/); ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+);
+console.log(`service: change log ${process.env.ROWHOUSE_CHANGE_LOG === 'off' ? 'off (ROWHOUSE_CHANGE_LOG=off)' : 'on (the default)'}`);
+console.log(`client: generating the file alone takes ${generateSeconds.toFixed(1)} s (${(N / generateSeconds).toFixed(0)} rows/s) of this script's CPU\n`);
+console.log(`${'side'.padEnd(38)} ${'seconds'.padStart(8)} ${'rows/s'.padStart(8)} ${'CPU s'.padStart(6)} ${'bench CPU s'.padStart(12)} ${'RSS before'.padStart(11)} ${'growth: sampled'.padStart(16)} ${'VmHWM'.padStart(6)}`);
+const line = (name: string, r: Run) =>
+  console.log(
+    `${name.padEnd(38)} ${r.seconds.toFixed(1).padStart(8)} ${r.rowsPerSecond.toFixed(0).padStart(8)} ${(r.cpuMs / 1000).toFixed(1).padStart(6)} ${(r.benchCpuMs / 1000).toFixed(1).padStart(12)} ${r.before.toFixed(0).padStart(8)} MiB ${r.sampledGrowth.toFixed(1).padStart(12)} MiB ${Number.isNaN(r.hwmGrowth) ? '   n/a' : r.hwmGrowth.toFixed(1).padStart(6)}`,
+  );
+line('service: POST rows-import (fastest)', s);
+line(`floor: csv-parse + raw inserts (fastest)`, f);
+if (ROUNDS > 1) {
+  const all = (xs: Run[]) => xs.map((r) => r.rowsPerSecond.toFixed(0)).join(' ');
+  console.log(`\nrows/s of every round: service ${all(runs.service)}; floor ${all(runs.floor)}; service/floor per round ${ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(ratios).toFixed(2)})`);
+  console.log(`service RSS growth of every round (max of sampled and VmHWM): ${runs.service.map((r) => Math.max(r.sampledGrowth, r.hwmGrowth || 0).toFixed(1)).join(' ')} MiB`);
+}
+const cpuPerRow = (xs: Run[]) => median(xs.map((r) => (r.cpuMs * 1000) / N));
+console.log(`CPU per row (median of the rounds, all threads): service ${cpuPerRow(runs.service).toFixed(1)} µs, floor ${cpuPerRow(runs.floor).toFixed(1)} µs (floor/service ${(cpuPerRow(runs.floor) / cpuPerRow(runs.service)).toFixed(2)})${postgres ? '; PostgreSQL\'s own CPU not counted' : ''}`);
+const samples = runs.service.reduce((a, r) => a + r.samples, 0);
+const maxGap = Math.max(...runs.service.map((r) => r.maxGapMs));
+console.log(`${samples} memory samples of the service, longest gap ${maxGap.toFixed(0)} ms; VmHWM ${Number.isNaN(s.hwmGrowth) ? 'could not be reset (samples only)' : 'reset before each import'}`);
+for (const c of checks) console.log(`checked: ${c}`);
+
+const growth = Math.max(...runs.service.map((r) => Math.max(r.sampledGrowth, Number.isNaN(r.hwmGrowth) ? 0 : r.hwmGrowth)));
+const budgets: [string, boolean][] = [
+  [`import at least ${RATIO_GOAL * 100}% of the floor's rows/s (best against best: ${(ratio * 100).toFixed(0)}%)`, ratio >= RATIO_GOAL],
+  [`service peak RSS growth during an import under ${RSS_BUDGET_MIB} MiB (largest of the rounds: ${growth.toFixed(1)} MiB)`, growth < RSS_BUDGET_MIB],
+];
+console.log('\nbudgets:');
+for (const [what, ok] of budgets) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what}`);
+process.exit(budgets.every(([, ok]) => ok) ? 0 : 1);
