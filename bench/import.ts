@@ -347,7 +347,9 @@ line(`floor: csv-parse + raw inserts (fastest)`, f);
 if (ROUNDS > 1) {
   const all = (xs: Run[]) => xs.map((r) => r.rowsPerSecond.toFixed(0)).join(' ');
   console.log(`\nrows/s of every round: service ${all(runs.service)}; floor ${all(runs.floor)}; service/floor per round ${ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(ratios).toFixed(2)})`);
-  console.log(`service RSS growth of every round (max of sampled and VmHWM): ${runs.service.map((r) => Math.max(r.sampledGrowth, r.hwmGrowth || 0).toFixed(1)).join(' ')} MiB`);
+  // A round that follows a long idle (the floor's import) starts from a heap V8 has shrunk meanwhile: its growth is the larger.
+  const peakOf = (r: Run) => r.before + Math.max(r.sampledGrowth, r.hwmGrowth || 0);
+  console.log(`service RSS growth of every round (max of sampled and VmHWM): ${runs.service.map((r) => `${(peakOf(r) - r.before).toFixed(1)} (${r.before.toFixed(0)} → ${peakOf(r).toFixed(0)})`).join(', ')} MiB`);
 }
 const cpuPerRow = (xs: Run[]) => median(xs.map((r) => (r.cpuMs * 1000) / N));
 console.log(`CPU per row (median of the rounds, all threads): service ${cpuPerRow(runs.service).toFixed(1)} µs, floor ${cpuPerRow(runs.floor).toFixed(1)} µs (floor/service ${(cpuPerRow(runs.floor) / cpuPerRow(runs.service)).toFixed(2)})${postgres ? '; PostgreSQL\'s own CPU not counted' : ''}`);
