@@ -19,7 +19,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { api } from './support/dataset.ts';
-import { ROOT, startService } from './support/processes.ts';
+import { ROOT, cpuMs, memory, sampled, startService } from './support/processes.ts';
 
 const MEGABYTES = Number(process.argv[2] ?? 500);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -115,41 +115,6 @@ function download(url: string, file: string, size: number): Promise<string> {
 
 const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
 
-/** VmRSS and VmHWM of a process, in MiB. */
-function memory(pid: number): { rss: number; hwm: number } {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-}
-
-/** User and system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): { user: number; system: number } {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
-}
-
-/** Samples the VmRSS of `pid` every SAMPLE_MS while `work` runs: its peak, the sample count, the longest gap between samples. */
-async function sampled<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peak: number; samples: number; maxGapMs: number }> {
-  let peak = memory(pid).rss;
-  let samples = 1;
-  let last = performance.now();
-  let maxGapMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-    peak = Math.max(peak, memory(pid).rss);
-    samples++;
-  }, SAMPLE_MS);
-  try {
-    const result = await work();
-    peak = Math.max(peak, memory(pid).rss);
-    return { result, peak, samples: samples + 1, maxGapMs };
-  } finally {
-    clearInterval(timer);
-  }
-}
-
 /** Regular files under the storage root, apart from writes in progress (.partial). */
 function storedFiles(root: string): string[] {
   if (!fs.existsSync(root)) return [];
@@ -214,7 +179,7 @@ async function measured(workload: Workload, work: () => Promise<unknown>, ofServ
   const cpu0 = process.cpuUsage();
   const service0 = ofService ? cpuMs(pid) : null;
   const t0 = process.hrtime.bigint();
-  const s = ofService ? await sampled(pid, work) : { peak: undefined, samples: 0, maxGapMs: 0, result: await work() };
+  const s = ofService ? await sampled(pid, work, SAMPLE_MS) : { peak: undefined, samples: 0, maxGapMs: 0, result: await work() };
   const wall = seconds(t0);
   const cpu = process.cpuUsage(cpu0);
   runs[workload].push({ seconds: wall, benchCpuMs: (cpu.user + cpu.system) / 1000, serviceCpuMs: service0 ? { user: cpuMs(pid).user - service0.user, system: cpuMs(pid).system - service0.system } : undefined, peakRss: s.peak });

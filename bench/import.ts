@@ -43,7 +43,7 @@ import { pipeline } from 'node:stream/promises';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { api, type BenchTable, createBenchTable, dataset } from './support/dataset.ts';
-import { BENCH_KEY, type Proc, ROOT, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, type Proc, ROOT, cpuMs, memory, sampled, startFloor, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 
@@ -110,13 +110,6 @@ function postCsv(url: string, n: number, headers: Record<string, string>): Promi
   });
 }
 
-/** VmRSS and VmHWM of a process, in MiB. */
-function memory(pid: number): { rss: number; hwm: number } {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-}
-
 /** Resets a process's VmHWM to its VmRSS (Linux 4.0+); false where the kernel does not let us. */
 function resetPeak(pid: number): boolean {
   try {
@@ -128,11 +121,6 @@ function resetPeak(pid: number): boolean {
 }
 
 /** User + system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 /** Threads of a process. */
 const threads = (pid: number) => Number(/Threads:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 
@@ -144,10 +132,10 @@ const threads = (pid: number) => Number(/Threads:\s+(\d+)/.exec(fs.readFileSync(
 async function idle(pid: number, maxThreads = Infinity): Promise<void> {
   const deadline = Date.now() + 120_000;
   let quiet = 0;
-  let last = cpuMs(pid);
+  let last = cpuMs(pid).total;
   while ((quiet < 2 || threads(pid) > maxThreads) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 500));
-    const now = cpuMs(pid);
+    const now = cpuMs(pid).total;
     quiet = now - last <= 20 ? quiet + 1 : 0;
     last = now;
   }
@@ -171,40 +159,23 @@ async function measure(pid: number, url: string, n: number, headers: Record<stri
   await idle(pid, maxThreads);
   const peakReset = resetPeak(pid);
   const before = memory(pid).rss;
-  let peak = before;
-  let samples = 1;
-  let last = performance.now();
-  let maxGapMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-    peak = Math.max(peak, memory(pid).rss);
-    samples++;
-  }, SAMPLE_MS);
-  const cpu0 = cpuMs(pid);
+  const cpu0 = cpuMs(pid).total;
   const bench0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  let answer: { created: number; failed?: number };
-  try {
-    answer = await postCsv(url, n, headers);
-  } finally {
-    clearInterval(timer);
-  }
+  const { result: answer, peak, samples, maxGapMs } = await sampled(pid, () => postCsv(url, n, headers), SAMPLE_MS, before);
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const bench = process.cpuUsage(bench0);
   const after = memory(pid);
-  peak = Math.max(peak, after.rss);
   if (answer.created !== n || (answer.failed ?? 0) !== 0) throw new Error(`${url} answered ${JSON.stringify(answer).slice(0, 500)}, expected ${n} rows created`);
   return {
     seconds,
     rowsPerSecond: n / seconds,
-    cpuMs: cpuMs(pid) - cpu0,
+    cpuMs: cpuMs(pid).total - cpu0,
     benchCpuMs: (bench.user + bench.system) / 1000,
     sampledGrowth: peak - before,
     hwmGrowth: peakReset ? after.hwm - before : NaN,
     before,
-    samples: samples + 1,
+    samples,
     maxGapMs,
   };
 }

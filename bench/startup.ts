@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { BENCH_KEY, ROOT, freePort } from './support/processes.ts';
+import { BENCH_KEY, ROOT, cpuMs, freePort } from './support/processes.ts';
 
 const RUNS = Number(process.argv[2] ?? 11);
 const SETTLE_MS = 2000;
@@ -25,11 +25,6 @@ function status(url: string, headers: Record<string, string>): Promise<number> {
 }
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
-/** User + system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms): unlike wall time, other load barely moves it. */
-const cpuMs = (pid: number) => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 
 interface Sample {
   startMs: number;
@@ -53,7 +48,7 @@ async function launch(args: string[], env: Record<string, string>, port: number,
       await new Promise((r) => setTimeout(r, 5));
     }
     const startMs = performance.now() - t0;
-    const cpu = cpuMs(child.pid as number);
+    const cpu = cpuMs(child.pid as number).total;
     if (out.includes('through tsx')) throw new Error(`${out.trim()}\nThis measures the compiled start: npm run build first.`);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     return { startMs, cpuMs: cpu, rssMiB: rssMiB(child.pid as number) };

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,4 +88,41 @@ export async function startFloor(db: string, tables: { physical: string; columns
     port,
     '/healthz',
   );
+}
+
+/** VmRSS and VmHWM of a process, in MiB. */
+export function memory(pid: number): { rss: number; hwm: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** User and system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms): unlike wall time, other load barely moves it. */
+export function cpuMs(pid: number): { user: number; system: number; total: number } {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const user = Number(fields[11]) * 10;
+  const system = Number(fields[12]) * 10;
+  return { user, system, total: user + system };
+}
+
+/** Samples the VmRSS of `pid` every `everyMs` while `work` runs: its peak (from `start` on), the sample count, the longest gap between samples. */
+export async function sampled<T>(pid: number, work: () => Promise<T>, everyMs: number, start = memory(pid).rss): Promise<{ result: T; peak: number; samples: number; maxGapMs: number }> {
+  let peak = start;
+  let samples = 1;
+  let last = performance.now();
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+    peak = Math.max(peak, memory(pid).rss);
+    samples++;
+  }, everyMs);
+  try {
+    const result = await work();
+    peak = Math.max(peak, memory(pid).rss);
+    return { result, peak, samples: samples + 1, maxGapMs };
+  } finally {
+    clearInterval(timer);
+  }
 }
