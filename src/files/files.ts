@@ -193,8 +193,11 @@ export class Files {
       return (file, tableId, rowId) => ({ url: publicUrl + signedPath(secret, 'download', { tableId, rowId, fileId: file.id, name: file.name }, expires), expiresAt });
     }
     const presigned = new Map<string, string>();
+    const fileFields = new Map<TableDef, FieldDef[]>();
     for (const { table, row } of rows) {
-      for (const field of table.fields.filter(isFileField)) {
+      let fields = fileFields.get(table);
+      if (!fields) fileFields.set(table, (fields = table.fields.filter(isFileField)));
+      for (const field of fields) {
         const raw = row[fieldColumn(field.id)];
         if (raw === null || raw === undefined) continue;
         const file = this.database.dialect.decodeJson(raw) as StoredFile;
