@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('files', files);
   app.addHook('onClose', () => files.close());
 
-  const changes = config.changeLog ? new ChangeLog(database.dialect, (table, row) => recordJson(table, row, database.dialect), database.runNow?.bind(database)) : undefined;
+  const changes = config.changeLog ? new ChangeLog(database, (table, row) => recordJson(table, row, database.dialect)) : undefined;
   const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
   const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),
@@ -127,7 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   flowDeliveryRoutes(app, resources.find((r) => r.spec === flowDeliveries) as ResourceStore, webhooks);
   app.decorate('changes', changes ?? null);
-  const rowStore = new RowStore(database.dialect, database.statistics, database.runEach, files, changes);
+  const rowStore = new RowStore(database, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));

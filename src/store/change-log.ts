@@ -1,5 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { EventEmitter } from 'node:events';
+import { recordJsonSql } from '../render/row-json-sql.ts';
 import { type Database, type Db, afterCommit, beforeCommit, readRows } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
@@ -25,6 +26,23 @@ export interface RowChange {
   /** The field codes an update wrote; null for a create or delete. */
   changedFields: string[] | null;
 }
+
+/**
+ * What a single-row write outside any transaction did, for its entry (see ChangeLog.writeAlone).
+ * `upsert`: PostgreSQL's one-statement upsert, whose row says whether it was `inserted`.
+ */
+export type LoneWrite = { type: 'create' } | { type: 'delete' } | { type: 'update' | 'upsert'; changedFields: string[] };
+
+/** The change a write made to `row` (as RETURNING gave it: a delete's holds the id only). */
+export function changeOf(what: LoneWrite, row: RawRow): RowChange {
+  const rowId = row.id as string;
+  if (what.type === 'delete') return { type: 'delete', rowId, row: null, changedFields: null };
+  if (what.type === 'create' || row.inserted === true) return { type: 'create', rowId, row, changedFields: null };
+  return { type: 'update', rowId, row, changedFields: what.changedFields };
+}
+
+/** Runs one statement on SQLite's main connection at once (Database.runNow). */
+type RunNow = NonNullable<Database['runNow']>;
 
 interface Pending {
   table: TableDef;
@@ -65,20 +83,85 @@ function bothStatement(n: number): string {
     from c, (values ${values}) as v(k, type, row_id, row, changed)`;
 }
 
+/**
+ * PostgreSQL: a single-row write (`write`, returning every column; $1… its own parameters) and its
+ * entry in one statement. A WITH raises the counter only when the write returned its row, and its
+ * lock is held until the statement commits. Binds after the write's own: table id, occurredAt,
+ * member id, and for an update or upsert the changed fields.
+ */
+function loneStatement(write: string, params: number, what: LoneWrite, table: TableDef): string {
+  const [id, at, member, fields] = [1, 2, 3, 4].map((k) => `$${params + k}`);
+  const inserted = 'written."inserted"';
+  const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
+  const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
+  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'written');
+  return `with written as (${write}),
+    c as (
+      insert into rh_change_counters ("tableId", "last", "purgedThrough") select ${id}::text, 1, 0 from written
+      on conflict ("tableId") do update set "last" = rh_change_counters."last" + 1
+      returning "last"),
+    e as (
+      insert into rh_changes (${ENTRY_COLUMNS})
+      select ${id}::text, c."last", ${type}, written."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from written, c)
+    select * from written`;
+}
+
 export class ChangeLog {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
   private readonly statements = new Map<string, string>();
+  /** PostgreSQL: each table version's lone-write statements, by the write's SQL and kind. */
+  private readonly loneStatements = new WeakMap<TableDef, Map<string, string>>();
   /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
   readonly committed = new EventEmitter();
 
+  private readonly dialect: Dialect;
+
   constructor(
-    private readonly dialect: Dialect,
+    private readonly database: Database,
     /** The row record's JSON text (render/row-json.ts), as the entry keeps it. */
     private readonly render: (table: TableDef, row: RawRow) => string,
-    /** Database.runNow, where there is one (SQLite): the entries are written on the transaction's connection at once. */
-    private readonly runNow?: Database['runNow'],
   ) {
+    this.dialect = database.dialect;
     this.committed.setMaxListeners(0);
+  }
+
+  /**
+   * A single-row write outside any transaction (`write` returns the row's columns) made together
+   * with its entry, atomically, with no transaction of its own: on PostgreSQL one statement, on
+   * SQLite one transaction run at once. Answers the rows written (none: nothing matched, no entry).
+   */
+  async writeAlone(db: Db, table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite): Promise<RawRow[]> {
+    if (db.isTransaction) throw new Error('ChangeLog.writeAlone: a write outside any transaction');
+    let rows: RawRow[];
+    if (this.dialect.writingWith) {
+      let statements = this.loneStatements.get(table);
+      if (!statements) {
+        statements = new Map();
+        this.loneStatements.set(table, statements);
+      }
+      const key = `${what.type}\u0000${write.sql}`;
+      let text = statements.get(key);
+      if (text === undefined) {
+        text = loneStatement(write.sql, write.parameters.length, what, table);
+        if (statements.size > 200) statements.clear();
+        statements.set(key, text);
+        this.database.prepare?.(text);
+      }
+      const params = [...write.parameters, table.id, ctx.now, ctx.memberId];
+      // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
+      if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
+      rows = (await db.executeQuery<RawRow>(CompiledQuery.raw(text, params))).rows;
+    } else {
+      const { writeNow } = this.database;
+      if (!writeNow) throw new Error('ChangeLog.writeAlone: the database can neither write with WITH nor write at once');
+      rows = await writeNow((run) => {
+        const written = run(write.sql, write.parameters);
+        if (written.length > 0) this.writeEntriesNow(run, { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: written.map((row) => changeOf(what, row)) });
+        return written;
+      });
+    }
+    if (rows.length > 0) this.committed.emit('table', table.id);
+    return rows;
   }
 
   /** Notes changes made in the transaction `tx`; they are written just before it commits (or sooner: WRITE_AT). */
@@ -120,20 +203,37 @@ export class ChangeLog {
       const n = entries.length;
       // Each entry's type, row id, row and fields, in the order the statements bind them.
       const fields: unknown[] = [];
-      for (const c of entries) {
-        fields.push(c.type, c.rowId, c.row === null ? null : this.render(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields));
-      }
+      for (const c of entries) fields.push(...this.entryFields(table, c));
       if (this.dialect.writingWith) {
         await tx.executeQuery(CompiledQuery.raw(this.statement(`both:${n}`, () => bothStatement(n)), [id, n, occurredAt, memberId, ...fields]));
       } else {
-        const run = this.runNow ?? (async (text: string, parameters: readonly unknown[]) => (await tx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...parameters]))).rows);
-        const [{ last }] = await run(TAKE_SQLITE, [id, n, n]);
-        const first = Number(last) - n + 1;
-        const params: unknown[] = [];
-        for (let k = 0; k < n; k++) params.push(id, first + k, ...fields.slice(4 * k, 4 * k + 4), occurredAt, memberId);
-        await run(this.statement(`entries:${n}`, () => entriesStatement(n)), params);
+        const { runNow } = this.database;
+        if (!runNow) throw new Error('ChangeLog: SQLite without Database.runNow');
+        this.takeAndWrite(runNow, id, fields, occurredAt, memberId);
       }
     }
+  }
+
+  /** SQLite, at once on the connection of the open transaction: a table's entries (up to PER_STATEMENT), numbered. */
+  private writeEntriesNow(run: RunNow, { table, changes, memberId, occurredAt }: Pending): void {
+    const fields: unknown[] = [];
+    for (const c of changes) fields.push(...this.entryFields(table, c));
+    this.takeAndWrite(run, table.id, fields, occurredAt, memberId);
+  }
+
+  /** SQLite: takes n numbers of the table's and writes n entries, given each one's type, row id, row and fields. */
+  private takeAndWrite(run: RunNow, id: string, fields: unknown[], occurredAt: string, memberId: string): void {
+    const n = fields.length / 4;
+    const [{ last }] = run(TAKE_SQLITE, [id, n, n]);
+    const first = Number(last) - n + 1;
+    const params: unknown[] = [];
+    for (let k = 0; k < n; k++) params.push(id, first + k, ...fields.slice(4 * k, 4 * k + 4), occurredAt, memberId);
+    run(this.statement(`entries:${n}`, () => entriesStatement(n)), params);
+  }
+
+  /** An entry's type, row id, row (its JSON text) and changed fields (theirs), as the statements bind them. */
+  private entryFields(table: TableDef, c: RowChange): unknown[] {
+    return [c.type, c.rowId, c.row === null ? null : this.render(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields)];
   }
 
   /** A statement's SQL by key, made once. */

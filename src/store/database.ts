@@ -5,6 +5,7 @@ import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDi
 import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
+import { PreparedStatements } from './prepared-statements.ts';
 import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
@@ -47,6 +48,18 @@ export interface Database {
    * round of promises.
    */
   runNow?(sql: string, parameters: readonly unknown[]): Record<string, unknown>[];
+  /**
+   * SQLite: runs `work` at once in a transaction of its own on the main connection (BEGIN
+   * IMMEDIATE … COMMIT, or ROLLBACK when it throws), once no other transaction holds the
+   * connection; `run` is runNow. For a single-row write and its change entry: one step where the
+   * query builder's transaction takes five rounds of promises.
+   */
+  /**
+   * PostgreSQL: from now on the statement `sql` runs as a named prepared statement, parsed and
+   * planned once per connection (prepared-statements.ts). For single-row statements by id only.
+   */
+  prepare?(sql: string): void;
+  writeNow?<T>(work: (run: (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]) => T): Promise<T>;
 }
 
 export interface DatabaseOptions {
@@ -184,6 +197,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   const raw = new Sqlite(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
+  raw.pragma('cache_size = -65536');
   raw.pragma('foreign_keys = ON');
   sameSemantics(raw);
   // What may change the metadata: a statement naming a metadata table (the query builder quotes
@@ -241,14 +255,29 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
           },
           warnBackground,
         );
+  const runNow = (source: string, parameters: readonly unknown[]) => {
+    const statement = main.prepare(source);
+    return statement.reader ? (statement.all(...parameters) as Record<string, unknown>[]) : (statement.run(...parameters), []);
+  };
   return {
     db,
     dialect: sqliteDialect,
     statistics,
-    runNow(source, parameters) {
-      const statement = main.prepare(source);
-      return statement.reader ? (statement.all(...parameters) as Record<string, unknown>[]) : (statement.run(...parameters), []);
-    },
+    runNow,
+    writeNow: (work) =>
+      // The query builder's hold on its one connection: no transaction of its is open meanwhile.
+      db.connection().execute(async () => {
+        runNow('begin immediate', []);
+        let done;
+        try {
+          done = work(runNow);
+        } catch (err) {
+          if (raw.inTransaction) runNow('rollback', []);
+          throw err;
+        }
+        runNow('commit', []);
+        return done;
+      }),
     runEach(source, rows) {
       const statement = main.prepare(source);
       rows.forEach((row, rowIndex) => {
@@ -350,14 +379,17 @@ function loadPg(): Promise<typeof pg> {
 }
 
 function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions): Database {
-  const pool = new driver.Pool({ connectionString: url, max: 10 });
+  // Connections end after a quarter of an hour (each then opened anew as needed), and with them
+  // the statements prepared on them for table versions since replaced.
+  const pool = new driver.Pool({ connectionString: url, max: 10, maxLifetimeSeconds: 900 });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
+  const prepared = new PreparedStatements();
   const listener = new MetadataListener(driver, url);
   const sessionInUtc = async (connection: DatabaseConnection) => {
     await connection.executeQuery(CompiledQuery.raw("set time zone 'UTC'"));
   };
-  const dialect = reportingMetadataWrites(new PostgresDialect({ pool, onCreateConnection: sessionInUtc }), () => listener.changed());
+  const dialect = reportingMetadataWrites(new PostgresDialect({ pool: prepared.pool(pool), onCreateConnection: sessionInUtc }), () => listener.changed());
   const { onQuery } = options;
   const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
   const statistics = postgresStatistics(db, warnBackground);
@@ -369,6 +401,7 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
       await sql`select 1`.execute(db);
     },
     metadataVersion: () => listener.current(),
+    prepare: (text) => prepared.mark(text),
     close: async () => {
       await statistics.close();
       await listener.close();

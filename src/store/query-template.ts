@@ -31,6 +31,11 @@ export class QueryTemplate<R = Record<string, unknown>> {
     return new QueryTemplate(compiled, slots);
   }
 
+  /** The statement's SQL text. */
+  get sql(): string {
+    return this.compiled.sql;
+  }
+
   /** The statement with these arguments. */
   with(args: readonly unknown[]): CompiledQuery<R> {
     return { ...this.compiled, parameters: this.slots.map((s) => (typeof s === 'number' ? args[s] : s.value)) } as CompiledQuery<R>;

@@ -13,11 +13,10 @@ import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysel
 import { type Database, type Db, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
-import type { PlannerStatistics } from './statistics.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from './table-catalog.ts';
-import type { ChangeLog, RowChange } from './change-log.ts';
+import { type ChangeLog, type LoneWrite, type RowChange, changeOf } from './change-log.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -57,24 +56,36 @@ export class RowStore {
   /** Column lists and decoders per table definition, made once per definition (a new version is a new object). */
   private readonly codecs = new WeakMap<TableDef, TableCodec>();
 
+  private readonly dialect: Dialect;
+
   constructor(
-    private readonly dialect: Dialect,
-    private readonly statistics?: PlannerStatistics,
-    /** Database.runEach, where there is one (SQLite). */
-    private readonly runEach?: Database['runEach'],
+    private readonly database: Database,
     /** File attachments: a write to a table with file fields attaches and releases files in its transaction. */
     private readonly files?: FileAttachments,
     /** The change log: every row write is recorded in its transaction. */
     private readonly changes?: ChangeLog,
-  ) {}
+  ) {
+    this.dialect = database.dialect;
+  }
 
   /** Records changes in the change log (written when the transaction commits, or sooner when there are many). */
   private async logged(db: Db, table: TableDef, ctx: WriteContext, changes: RowChange[]): Promise<void> {
     await this.changes?.record(db, table, ctx, changes);
   }
 
-  private static updated(row: RawRow, values: Map<FieldDef, unknown>): RowChange {
-    return { type: 'update', rowId: row.id as string, row, changedFields: [...values.keys()].map((f) => f.code) };
+  /**
+   * Runs a single-row write (`query` returns the row's columns) and logs what it did: in a
+   * transaction, for its commit; alone, with its entry in the same atomic step (ChangeLog.writeAlone).
+   */
+  private async writeOne(db: Db, table: TableDef, ctx: WriteContext, query: CompiledQuery, what: LoneWrite): Promise<RawRow[]> {
+    if (this.changes && !db.isTransaction) return this.changes.writeAlone(db, table, ctx, query, what);
+    const { rows } = await db.executeQuery<RawRow>(query);
+    await this.logged(db, table, ctx, rows.map((row) => changeOf(what, row)));
+    return rows;
+  }
+
+  private static changedFields(values: Map<FieldDef, unknown>): string[] {
+    return [...values.keys()].map((f) => f.code);
   }
 
   /** Before a row is written: its file values checked and attached, the files they replace released. */
@@ -86,15 +97,15 @@ export class RowStore {
 
   /**
    * Whether a write to the table must run in a transaction of its own even when it is one
-   * statement: with the change log (its entry goes in with the change), or files to attach.
+   * statement: when it has files to attach. (Its change entry goes in with a lone write.)
    */
   needsTransaction(table: TableDef): boolean {
-    return this.changes !== undefined || (table.hasFiles && this.files !== undefined);
+    return table.hasFiles && this.files !== undefined;
   }
 
   /** Row writes move the planner's statistics; counted when made (a rollback only makes a refresh come early). */
   private wrote(table: TableDef, rows: number): void {
-    if (rows > 0) this.statistics?.noteWrites(table.physical, rows);
+    if (rows > 0) this.database.statistics.noteWrites(table.physical, rows);
   }
 
   private codec(table: TableDef): TableCodec {
@@ -108,13 +119,19 @@ export class RowStore {
     return codec;
   }
 
-  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, keep = false): QueryTemplate {
+  /**
+   * The table version's statement named `key`, built once. `use` says how it is run: `byId`, a
+   * single-row statement by id, is prepared on PostgreSQL (Database.prepare); `keep`, one that
+   * keeps values it was built with (QueryTemplate.build).
+   */
+  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate {
     const { templates } = this.codec(table);
     let t = templates.get(key);
     if (!t) {
       // Update templates are per set of columns written, page templates per filter and sort; keep the cache bounded.
       if (templates.size > 200) templates.clear();
-      t = QueryTemplate.build((arg) => make(db, arg), keep);
+      t = QueryTemplate.build((arg) => make(db, arg), use === 'keep');
+      if (use === 'byId') this.database.prepare?.(t.sql);
       templates.set(key, t);
     }
     return t;
@@ -141,7 +158,7 @@ export class RowStore {
     return this.template(db, table, ifAbsent ? 'insert-if-absent' : 'insert', (d, arg) => {
       const q = d.insertInto(table.physical).values(Object.fromEntries(columns.map((c, i) => [c, arg(i)])));
       return (ifAbsent ? q.onConflict((oc) => oc.column('id').doNothing()) : q).returning(columns);
-    });
+    }, 'byId');
   }
 
   /** The physical columns a record is made from. */
@@ -174,7 +191,7 @@ export class RowStore {
   /** The row's columns as the database returns them, to render or decode (as every method here answers rows). */
   async get(db: Db, table: TableDef, id: string): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
-    const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)));
+    const t = this.template(db, table, 'get', (d, arg) => d.selectFrom(table.physical).select(this.columns(table)).where('id', '=', arg(0)), 'byId');
     return (await t.run(db, [id])).rows[0];
   }
 
@@ -182,10 +199,9 @@ export class RowStore {
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow> {
     await this.attachFiles(db, table, id, values, ctx.now);
     try {
-      const { rows } = await this.insertTemplate(db, table, false).run(db, this.newRow(table, id, values, ctx));
+      const [row] = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, false).with(this.newRow(table, id, values, ctx)), { type: 'create' });
       this.wrote(table, 1);
-      await this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
-      return rows[0];
+      return row;
     } catch (err) {
       throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
     }
@@ -194,9 +210,8 @@ export class RowStore {
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     await this.attachFiles(db, table, id, values, ctx.now);
-    const { rows } = await this.insertTemplate(db, table, true).run(db, this.newRow(table, id, values, ctx));
+    const rows = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, true).with(this.newRow(table, id, values, ctx)), { type: 'create' });
     this.wrote(table, rows.length);
-    if (rows[0]) await this.logged(db, table, ctx, [{ type: 'create', rowId: id, row: rows[0], changedFields: null }]);
     return rows[0];
   }
 
@@ -216,10 +231,13 @@ export class RowStore {
         })
         .where('id', '=', arg(2))
         .returning(this.columns(table)),
+      'byId',
     );
-    const { rows } = await t.run(db, [ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]);
+    const rows = await this.writeOne(db, table, ctx, t.with([ctx.now, ctx.memberId, id, ...changes.map(([, v]) => v)]), {
+      type: 'update',
+      changedFields: RowStore.changedFields(values),
+    });
     this.wrote(table, rows.length);
-    if (rows[0]) await this.logged(db, table, ctx, [RowStore.updated(rows[0], values)]);
     return rows[0];
   }
 
@@ -272,12 +290,11 @@ export class RowStore {
           }),
         )
         .returning([...columns, inserted.as('inserted')]),
+      'byId',
     );
-    const [raw] = (await t.run(db, this.newRow(table, id, values, ctx))).rows;
+    const [raw] = await this.writeOne(db, table, ctx, t.with(this.newRow(table, id, values, ctx)), { type: 'upsert', changedFields: RowStore.changedFields(values) });
     this.wrote(table, 1);
-    const created = raw.inserted === true;
-    await this.logged(db, table, ctx, [created ? { type: 'create', rowId: id, row: raw, changedFields: null } : RowStore.updated(raw, values)]);
-    return { created, row: raw };
+    return { created: raw.inserted === true, row: raw };
   }
 
   /** The ids among `ids` that exist in the table. */
@@ -323,10 +340,11 @@ export class RowStore {
     const failure = (err: unknown, from: number, k: number) =>
       k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
     const perStatement = this.dialect.rowsPerInsert(columns.length);
-    if (perStatement === 1 && this.runEach && db.isTransaction) {
+    const { runEach } = this.database;
+    if (perStatement === 1 && runEach && db.isTransaction) {
       // In a transaction on SQLite: the one statement run for each row, without the query builder.
       try {
-        this.runEach(statement(1).with([]).sql, rows);
+        runEach(statement(1).with([]).sql, rows);
       } catch (err) {
         const k = (err as { rowIndex?: number }).rowIndex;
         throw failure(err, 0, k !== undefined && this.dialect.isUniqueViolation(err) ? k : -1);
@@ -364,10 +382,9 @@ export class RowStore {
   async delete(db: Db, table: TableDef, id: string, ctx: WriteContext): Promise<boolean> {
     if (!ROW_ID.test(id)) return false;
     await this.files?.beforeDelete(db, table, [id], ctx.now);
-    const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)));
-    const deleted = Number((await t.run(db, [id])).numAffectedRows ?? 0);
+    const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)).returning('id'), 'byId');
+    const deleted = (await this.writeOne(db, table, ctx, t.with([id]), { type: 'delete' })).length;
     this.wrote(table, deleted);
-    if (deleted > 0) await this.logged(db, table, ctx, [{ type: 'delete', rowId: id, row: null, changedFields: null }]);
     return deleted > 0;
   }
 
@@ -444,7 +461,7 @@ export class RowStore {
       table,
       shape,
       (_d, arg) => build(q.after && after.map((v, i) => (v === null ? null : arg(i))), q.limit === null ? null : arg(after.length)),
-      true,
+      'keep',
     );
     return t.with([...after, q.limit]);
   }

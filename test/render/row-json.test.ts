@@ -36,7 +36,7 @@ eachDatabase('records rendered as JSON text', (kind) => {
     assert.equal((await t.post('/api/tables/all/rows-bulk', { data: rows })).status, 201);
     const table = await new TableCatalog(t.database).find(t.database.db, 'all');
     assert.ok(table);
-    const store = new RowStore(t.database.dialect);
+    const store = new RowStore(t.database);
     const raws = [];
     for (const { id } of rows) {
       const raw = await store.get(t.database.db, table, id);

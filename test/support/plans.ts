@@ -18,7 +18,7 @@ export async function pagePlan(database: Database, table: string, params: { filt
   const text = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
   const selection = parseSelection({ filter: text(params.filter), sort: text(params.sort) }, def, details);
   assert.deepEqual(details, []);
-  const query = new RowStore(database.dialect).pageQuery(database.db, def, { filter: selection.filter, keys: selection.keys, after: null, limit: 51 });
+  const query = new RowStore(database).pageQuery(database.db, def, { filter: selection.filter, keys: selection.keys, after: null, limit: 51 });
   if (database.dialect.name === 'sqlite') {
     const rows = await readRows(database.db, { sql: `explain query plan ${query.sql}`, parameters: query.parameters });
     return rows.map((r) => r.detail).join(' | ');
