@@ -119,3 +119,35 @@ eachDatabase('planner statistics follow tables loaded through the API', (kind) =
     });
   }
 });
+
+eachDatabase('planner statistics count committed writes only', (kind) => {
+  let t: TestApp;
+  const noted: [string, number][] = [];
+
+  before(async () => {
+    t = await startApp(kind);
+    const noteWrites = t.database.statistics.noteWrites.bind(t.database.statistics);
+    t.database.statistics.noteWrites = (physical, rows) => {
+      noted.push([physical, rows]);
+      noteWrites(physical, rows);
+    };
+    assert.equal((await t.post('/api/tables', { code: 'counted', name: 'Counted', fields: [{ code: 'n', type: 'number' }] })).status, 201);
+  });
+  after(() => t.close());
+
+  it('a write in a transaction is noted once, when it commits; a rolled-back one never', async () => {
+    // An import writes its rows in chunks of a thousand, in one transaction.
+    const csv = (last: string) => `id,n\n${Array.from({ length: 3000 }, (_, i) => `r${i},${i}`).join('\n')}\n${last}\n`;
+    const imported = (body: string) =>
+      t.request('POST', '/api/tables/counted/rows-import?format=csv&encoding=utf8', { raw: body, headers: { 'content-type': 'text/csv' } });
+    // The last row repeats the first id: nothing is written.
+    const failed = await imported(csv('r0,1'));
+    assert.equal(failed.status, 400, failed.text);
+    assert.deepEqual(noted, []);
+    assert.equal((await imported(csv('r3000,1'))).status, 200);
+    assert.deepEqual(noted.map(([, n]) => n), [3001]);
+    assert.equal((await t.patch('/api/tables/counted/rows/r1', { values: { n: 5 } })).status, 200);
+    assert.deepEqual(noted.map(([, n]) => n), [3001, 1]);
+    await t.database.statistics.settled();
+  });
+});
