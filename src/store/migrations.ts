@@ -251,6 +251,24 @@ const migrations: Migration[] = [
       await db.schema.createIndex('rh_flow_deliveries_flow').on('rh_flow_deliveries').columns(['flowId', 'status', 'sequence']).execute();
     },
   },
+  {
+    version: 8,
+    name: 'field indexes with nulls first',
+    async up(db, dialect) {
+      // user-tables.ts now makes them so on PostgreSQL (SQLite orders nulls first anyway): the
+      // indexes made before are made again. Their definitions end `(<key>, id)`.
+      if (dialect.nullsFirstByDefault('asc')) return;
+      const { rows } = await sql<{ indexname: string; indexdef: string }>`
+        select indexname, indexdef from pg_indexes
+        where schemaname = current_schema() and tablename like 'rows!_%' escape '!' and indexname ~ '^i_[0-9a-f]{32}$'`.execute(db);
+      for (const { indexname, indexdef } of rows) {
+        if (/ NULLS FIRST, id\)$/.test(indexdef)) continue;
+        if (!/, id\)$/.test(indexdef)) throw new Error(`migration 8: index ${indexname} is not (key, id): ${indexdef}`);
+        await sql`drop index ${sql.id(indexname)}`.execute(db);
+        await sql.raw(indexdef.replace(/, id\)$/, ' NULLS FIRST, id)')).execute(db);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

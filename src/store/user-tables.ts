@@ -35,8 +35,15 @@ function indexesOf(tableId: string, fields: FieldDef[]): IndexDef[] {
   ];
 }
 
+/**
+ * Nulls first in the index, as SQLite always orders them: one index then serves `asc nullsFirst`
+ * forwards and `desc nullsLast` backwards on both databases. (PostgreSQL's own place for them is
+ * last, which served `desc nullsLast` with a sort of the whole table: 41 pages a second at 200,000 rows.)
+ */
+const NULLS_FIRST = (dialect: Dialect) => sql.raw(dialect.nullsFirstByDefault('asc') ? '' : ' nulls first');
+
 async function createIndex(tx: Db, dialect: Dialect, tableId: string, ix: IndexDef): Promise<void> {
-  await sql`create index ${sql.id(ix.name)} on ${sql.table(tableName(tableId))} (${indexKey(dialect, ix.column, ix.kind)}, ${sql.ref('id')})`.execute(tx);
+  await sql`create index ${sql.id(ix.name)} on ${sql.table(tableName(tableId))} (${indexKey(dialect, ix.column, ix.kind)}${NULLS_FIRST(dialect)}, ${sql.ref('id')})`.execute(tx);
 }
 
 async function createTable(tx: Db, dialect: Dialect, name: string, fields: FieldDef[]): Promise<void> {
