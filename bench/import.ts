@@ -36,12 +36,11 @@
 //   npm run build && node --import tsx bench/import.ts [rows=1000000] [rounds=3]      (BENCH_DATABASE=postgres too)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import { csvOfDataset } from './support/csv.ts';
 import { api, type BenchTable, createBenchTable, dataset } from './support/dataset.ts';
 import { BENCH_KEY, type Proc, ROOT, cpuMs, memory, sampled, startFloor, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
@@ -54,61 +53,10 @@ const WARMUP = Math.min(N, 20_000);
 const RATIO_GOAL = 0.7;
 const RSS_BUDGET_MIB = 64;
 const SAMPLE_MS = 50;
-const CHUNK_BYTES = 64 * 1024;
 
 const ds = await dataset();
 const CODES = ds.FIELDS.map((f) => f.code);
-
-/** RFC 4180 quoting, as exports write cells: a cell holding a comma, a quote, CR or LF is quoted, quotes doubled. */
-const quoted = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
-
-/**
- * Each field's value as an export writes its cell (null: empty; record and list: JSON). Only text
- * can need quoting in this dataset besides JSON: numbers, booleans, dates and date-times cannot.
- */
-const CELLS = ds.FIELDS.map(({ code, type }) => {
-  const plain = type === 'number' || type === 'boolean' || type === 'date' || type === 'dateTime';
-  const json = type === 'record' || type === 'list';
-  return (values: Record<string, unknown>) => {
-    const v = values[code];
-    if (v === null || v === undefined) return '';
-    if (plain) return String(v);
-    return quoted(json ? JSON.stringify(v) : (v as string));
-  };
-});
-
-/** The CSV file of the first n dataset rows, in chunks of about 64 KiB, made as they are asked for. */
-function* csvFile(n: number): Generator<Buffer> {
-  let text = ['id', ...CODES].join(',') + '\r\n';
-  for (const r of ds.rows(n)) {
-    text += r.id;
-    for (const cell of CELLS) text += ',' + cell(r.values);
-    text += '\r\n';
-    if (text.length >= CHUNK_BYTES) {
-      yield Buffer.from(text);
-      text = '';
-    }
-  }
-  if (text) yield Buffer.from(text);
-}
-
-/** POSTs the CSV of n rows to `url`, streamed; answers the JSON answer. */
-function postCsv(url: string, n: number, headers: Record<string, string>): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'text/csv', ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('error', reject);
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`POST ${url} → ${res.statusCode}: ${body.slice(0, 500)}`));
-        else resolve(JSON.parse(body));
-      });
-    });
-    req.on('error', reject);
-    pipeline(csvFile(n), req).catch(reject);
-  });
-}
+const { csvFile, postCsv } = csvOfDataset(ds);
 
 /** Resets a process's VmHWM to its VmRSS (Linux 4.0+); false where the kernel does not let us. */
 function resetPeak(pid: number): boolean {

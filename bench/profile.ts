@@ -3,12 +3,14 @@
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
 //   node --import tsx bench/profile.ts [get|first|paid|patch|bulk] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 import fs from 'node:fs';
 import os from 'node:os';
 import { SourceMap, type SourceMapping } from 'node:module';
 import path from 'node:path';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
+import { csvOfDataset } from './support/csv.ts';
 import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
 import { BENCH_KEY, ROOT, startService } from './support/processes.ts';
@@ -100,13 +102,21 @@ const requests = {
   paid: { path: paid, headers: auth },
   get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
 };
-if (!(WORKLOAD in requests)) throw new Error(`unknown workload ${WORKLOAD}: use ${Object.keys(requests).join(', ')}`);
-const request = requests[WORKLOAD as keyof typeof requests];
-await load(service.url, request, 1);
-const result = await load(service.url, request, SECONDS);
+if (WORKLOAD === 'import') {
+  const rows = Number(process.argv[3] ?? 200_000);
+  await createBenchTable(service.url, 'imported');
+  const started = Date.now();
+  const answer = await csvOfDataset(ds).postCsv(`${service.url}/api/tables/imported/rows-import?format=csv&encoding=utf8`, rows, auth);
+  console.log(`import on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${answer.created} rows, ${Math.round(rows / ((Date.now() - started) / 1000))} rows/s`);
+} else {
+  if (!(WORKLOAD in requests)) throw new Error(`unknown workload ${WORKLOAD}: use import, ${Object.keys(requests).join(', ')}`);
+  const request = requests[WORKLOAD as keyof typeof requests];
+  await load(service.url, request, 1);
+  const result = await load(service.url, request, SECONDS);
+  console.log(`${WORKLOAD} on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+}
 await service.stop();
 await postgres?.stop();
-console.log(`${WORKLOAD} on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
 const file = fs.readdirSync(profiles).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
 summarise(JSON.parse(fs.readFileSync(path.join(profiles, file), 'utf8')) as Profile);
