@@ -6,7 +6,8 @@ import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
 import { PreparedStatements } from './prepared-statements.ts';
-import { type PlannerStatistics, postgresStatistics, sqliteStatistics } from './statistics.ts';
+import { backgroundCheckpoints } from './sqlite-checkpoints.ts';
+import { type PlannerStatistics, driverPath, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
  * The query builder over whichever database DATABASE_URL names, untyped: user tables (rows_<hex>)
@@ -142,7 +143,7 @@ export async function readRows(db: Db, query: { sql: string; parameters: readonl
 }
 
 /** Work in the background has no request to answer with its error: it is reported as a warning. */
-const warnBackground = (err: unknown) => process.emitWarning(`planner statistics: ${(err as Error)?.message ?? String(err)}`);
+const warnBackground = (what: string) => (err: unknown) => process.emitWarning(`${what}: ${(err as Error)?.message ?? String(err)}`);
 
 /** An in-memory database cannot be read by a second connection: its (small, short-lived) tables go without. */
 const inlineStatistics: PlannerStatistics = { noteWrites: () => {}, settled: async () => {}, close: async () => {} };
@@ -200,10 +201,16 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   raw.pragma('cache_size = -65536');
   raw.pragma('foreign_keys = ON');
   sameSemantics(raw);
+  // Checkpoints are the worker's (sqlite-checkpoints.ts); this connection makes one only when the
+  // log has grown to 10,000 pages (40 MiB) regardless, as a backstop.
+  const checkpoints = file === ':memory:' ? undefined : backgroundCheckpoints(file, driverPath, warnBackground('checkpoint'));
+  if (checkpoints) raw.pragma('wal_autocheckpoint = 10000');
   // What may change the metadata: a statement naming a metadata table (the query builder quotes
   // every name), or the end of a transaction that may have held one. Row writes leave the counter be.
+  // Any statement but a read may write, and so call for a checkpoint.
   const main = withStatementCache(raw, (source) => {
     if (source.includes('"rh_') || /^(commit|rollback)\b/i.test(source)) forgetVersion();
+    if (checkpoints && !source.startsWith('select')) checkpoints.wrote();
   });
   const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: main }) });
   // Reads outside transactions go to a read-only connection of their own (WAL lets it read while
@@ -253,7 +260,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
             metadataCounter = undefined;
             await sql`analyze sqlite_schema`.execute(db);
           },
-          warnBackground,
+          warnBackground('planner statistics'),
         );
   const runNow = (source: string, parameters: readonly unknown[]) => {
     const statement = main.prepare(source);
@@ -336,6 +343,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
         }),
     close: async () => {
       await statistics.close();
+      await checkpoints?.close();
       for (const conn of exporters) {
         try {
           conn.close();
@@ -392,7 +400,7 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
   const dialect = reportingMetadataWrites(new PostgresDialect({ pool: prepared.pool(pool), onCreateConnection: sessionInUtc }), () => listener.changed());
   const { onQuery } = options;
   const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
-  const statistics = postgresStatistics(db, warnBackground);
+  const statistics = postgresStatistics(db, warnBackground('planner statistics'));
   return {
     db,
     dialect: postgresDialect,

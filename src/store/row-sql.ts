@@ -92,15 +92,18 @@ function termsOf(k: SortKey, dialect: Dialect): Term[] {
   return [prefix, whole];
 }
 
-/** ORDER BY items; NULLS FIRST/LAST only where it differs from the database's own placement, so indexes serve it. */
+/**
+ * ORDER BY items; NULLS FIRST/LAST only where it differs from the database's own placement. A
+ * field's index holds nulls first (user-tables.ts): where the filter leaves no null to place, the
+ * placement that index serves is asked for, whatever the request said. System columns, never
+ * null, have plain indexes and get no placement.
+ */
 export function orderBy(keys: SortKey[], dialect: Dialect, filter: RowFilter | null): RawBuilder<unknown> {
   const neverNull = nonNullColumns(filter);
   return sql.join(
     keys.flatMap((k) => {
-      const nullsFirst = k.nulls === 'nullsFirst';
-      // Where no row can be null the placement is moot: leaving it out lets an index serve the order.
-      const moot = k.target.system || neverNull.has(k.target.column);
-      const placement = moot || nullsFirst === dialect.nullsFirstByDefault(k.direction) ? '' : nullsFirst ? ' nulls first' : ' nulls last';
+      const nullsFirst = neverNull.has(k.target.column) ? k.direction === 'asc' : k.nulls === 'nullsFirst';
+      const placement = k.target.system || nullsFirst === dialect.nullsFirstByDefault(k.direction) ? '' : nullsFirst ? ' nulls first' : ' nulls last';
       return termsOf(k, dialect).map((t) => sql`${t.expr} ${sql.raw(k.direction)}${sql.raw(placement)}`);
     }),
   );

@@ -150,7 +150,7 @@ parentPort.on('message', ({ tables }) => {
  * working directory: this module cannot name its own place both as the CommonJS build and as the
  * ES module sources.
  */
-function driverPath(): string {
+export function driverPath(): string {
   for (const base of [process.argv[1], path.join(process.cwd(), 'index.js')]) {
     if (!base) continue;
     try {

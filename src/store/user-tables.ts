@@ -21,29 +21,32 @@ interface IndexDef {
   name: string;
   column: string;
   kind: ColumnKind;
+  /** A field's column, which may hold nulls (the system columns never do). */
+  nullable: boolean;
 }
 
-const fieldIndex = (f: FieldDef): IndexDef => ({ name: `i_${idHex(f.id)}`, column: fieldColumn(f.id), kind: fieldType(f.type).column });
+const fieldIndex = (f: FieldDef): IndexDef => ({ name: `i_${idHex(f.id)}`, column: fieldColumn(f.id), kind: fieldType(f.type).column, nullable: true });
 
 /** Indexes on (sort key, id): what keeps sorted filters and keyset pages fast as tables grow. */
 function indexesOf(tableId: string, fields: FieldDef[]): IndexDef[] {
   const t = idHex(tableId);
   return [
-    { name: `i_${t}_created`, column: SYSTEM.createdAt, kind: 'timestamp' },
-    { name: `i_${t}_updated`, column: SYSTEM.updatedAt, kind: 'timestamp' },
+    { name: `i_${t}_created`, column: SYSTEM.createdAt, kind: 'timestamp', nullable: false },
+    { name: `i_${t}_updated`, column: SYSTEM.updatedAt, kind: 'timestamp', nullable: false },
     ...fields.filter(isIndexed).map(fieldIndex),
   ];
 }
 
 /**
- * Nulls first in the index, as SQLite always orders them: one index then serves `asc nullsFirst`
- * forwards and `desc nullsLast` backwards on both databases. (PostgreSQL's own place for them is
- * last, which served `desc nullsLast` with a sort of the whole table: 41 pages a second at 200,000 rows.)
+ * A field's index holds nulls first, as SQLite always orders them: one index then serves `asc
+ * nullsFirst` forwards and `desc nullsLast` backwards on both databases (row-sql.ts, orderBy).
+ * (PostgreSQL's own place for them is last, which served `desc nullsLast` with a sort of the
+ * whole table: 41 pages a second at 200,000 rows.)
  */
-const NULLS_FIRST = (dialect: Dialect) => sql.raw(dialect.nullsFirstByDefault('asc') ? '' : ' nulls first');
+const nullsFirst = (dialect: Dialect, ix: IndexDef) => sql.raw(ix.nullable && !dialect.nullsFirstByDefault('asc') ? ' nulls first' : '');
 
 async function createIndex(tx: Db, dialect: Dialect, tableId: string, ix: IndexDef): Promise<void> {
-  await sql`create index ${sql.id(ix.name)} on ${sql.table(tableName(tableId))} (${indexKey(dialect, ix.column, ix.kind)}${NULLS_FIRST(dialect)}, ${sql.ref('id')})`.execute(tx);
+  await sql`create index ${sql.id(ix.name)} on ${sql.table(tableName(tableId))} (${indexKey(dialect, ix.column, ix.kind)}${nullsFirst(dialect, ix)}, ${sql.ref('id')})`.execute(tx);
 }
 
 async function createTable(tx: Db, dialect: Dialect, name: string, fields: FieldDef[]): Promise<void> {
