@@ -84,33 +84,40 @@ function bothStatement(n: number): string {
 }
 
 /**
- * PostgreSQL: a single-row write (`write`, returning every column; $1… its own parameters) and its
- * entry in one statement. A WITH raises the counter only when the write returned its row, and its
- * lock is held until the statement commits. Binds after the write's own: table id, occurredAt,
- * member id, and for an update or upsert the changed fields.
+ * PostgreSQL: a write (`write`, returning every column of the rows it wrote; $1… its own
+ * parameters) and its entries in one statement. A WITH raises the counter by the rows written
+ * (not at all when there are none), holding its lock until the transaction commits, and numbers
+ * the entries in the order the rows were written. Binds after the write's own: table id,
+ * occurredAt, member id, and for an update or upsert the changed fields. `many`: the write may
+ * write several rows (a multi-row insert); the statement then answers their number, not the rows.
  */
-function loneStatement(write: string, params: number, what: LoneWrite, table: TableDef): string {
+function withEntries(write: string, params: number, what: LoneWrite, table: TableDef, many: boolean): string {
   const [id, at, member, fields] = [1, 2, 3, 4].map((k) => `$${params + k}`);
-  const inserted = 'written."inserted"';
+  const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
-  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'written');
+  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w');
+  const counter = `insert into rh_change_counters ("tableId", "last", "purgedThrough")`;
+  const raise = `on conflict ("tableId") do update set "last" = rh_change_counters."last" + excluded."last" returning "last"`;
+  const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
+  if (!many) {
+    return `with w as (${write}),
+      c as (${counter} select ${id}::text, 1, 0 from w ${raise}),
+      e as (${entries} select ${id}::text, c."last", ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
+      select * from w`;
+  }
   return `with written as (${write}),
-    c as (
-      insert into rh_change_counters ("tableId", "last", "purgedThrough") select ${id}::text, 1, 0 from written
-      on conflict ("tableId") do update set "last" = rh_change_counters."last" + 1
-      returning "last"),
-    e as (
-      insert into rh_changes (${ENTRY_COLUMNS})
-      select ${id}::text, c."last", ${type}, written."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from written, c)
-    select * from written`;
+    w as (select written.*, row_number() over () as k, count(*) over () as n from written),
+    c as (${counter} select ${id}::text, count(*), 0 from written having count(*) > 0 ${raise}),
+    e as (${entries} select ${id}::text, c."last" - w.n + w.k, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
+    select count(*) as written from written`;
 }
 
 export class ChangeLog {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
   private readonly statements = new Map<string, string>();
-  /** PostgreSQL: each table version's lone-write statements, by the write's SQL and kind. */
-  private readonly loneStatements = new WeakMap<TableDef, Map<string, string>>();
+  /** PostgreSQL: each table version's writes with their entries (withEntries), by the write's SQL and kind. */
+  private readonly entryStatements = new WeakMap<TableDef, Map<string, string>>();
   /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
   readonly committed = new EventEmitter();
 
@@ -134,23 +141,7 @@ export class ChangeLog {
     if (db.isTransaction) throw new Error('ChangeLog.writeAlone: a write outside any transaction');
     let rows: RawRow[];
     if (this.dialect.writingWith) {
-      let statements = this.loneStatements.get(table);
-      if (!statements) {
-        statements = new Map();
-        this.loneStatements.set(table, statements);
-      }
-      const key = `${what.type}\u0000${write.sql}`;
-      let text = statements.get(key);
-      if (text === undefined) {
-        text = loneStatement(write.sql, write.parameters.length, what, table);
-        if (statements.size > 200) statements.clear();
-        statements.set(key, text);
-        this.database.prepare?.(text);
-      }
-      const params = [...write.parameters, table.id, ctx.now, ctx.memberId];
-      // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
-      if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
-      rows = (await db.executeQuery<RawRow>(CompiledQuery.raw(text, params))).rows;
+      rows = (await db.executeQuery<RawRow>(this.withEntries(table, ctx, write, what, false))).rows;
     } else {
       const { writeNow } = this.database;
       if (!writeNow) throw new Error('ChangeLog.writeAlone: the database can neither write with WITH nor write at once');
@@ -164,9 +155,48 @@ export class ChangeLog {
     return rows;
   }
 
-  /** Notes changes made in the transaction `tx`; they are written just before it commits (or sooner: WRITE_AT). */
-  async record(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, changes: RowChange[]): Promise<void> {
-    if (changes.length === 0) return;
+  /**
+   * PostgreSQL, in the transaction `tx`: rows inserted by `insert` (a multi-row insert returning
+   * every column) with their create entries, in one statement; the entries are rendered by the
+   * database, not sent to it. The transaction's entries of the table noted before are written
+   * first, so numbers follow the order of the writes. Answers the number of rows written.
+   */
+  async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, insert: CompiledQuery): Promise<number> {
+    if (!this.dialect.writingWith) throw new Error('ChangeLog.insertWithEntries: PostgreSQL only');
+    const pending = this.pendingOf(tx, table, ctx);
+    if (pending.changes.length > 0) {
+      const earlier = pending.changes;
+      pending.changes = [];
+      await this.writeTable(tx, { ...pending, changes: earlier });
+    }
+    const [{ written }] = (await tx.executeQuery<{ written: number }>(this.withEntries(table, ctx, insert, { type: 'create' }, true))).rows;
+    return Number(written);
+  }
+
+  /** PostgreSQL: `write` wrapped to write its entries too (withEntries), the statement's text made once per table version. */
+  private withEntries(table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite, many: boolean): CompiledQuery {
+    let statements = this.entryStatements.get(table);
+    if (!statements) {
+      statements = new Map();
+      this.entryStatements.set(table, statements);
+    }
+    const key = `${what.type}\u0000${many}\u0000${write.sql}`;
+    let text = statements.get(key);
+    if (text === undefined) {
+      text = withEntries(write.sql, write.parameters.length, what, table, many);
+      if (statements.size > 200) statements.clear();
+      statements.set(key, text);
+      // Single-row writes, by id: prepared (Database.prepare).
+      if (!many) this.database.prepare?.(text);
+    }
+    const params = [...write.parameters, table.id, ctx.now, ctx.memberId];
+    // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
+    if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
+    return CompiledQuery.raw(text, params);
+  }
+
+  /** The transaction's pending entries of the table, made on first use with the hooks that write them before it commits and announce them after. */
+  private pendingOf(tx: Db, table: TableDef, ctx: { memberId: string; now: string }): Pending {
     let byTable = this.pending.get(tx);
     if (!byTable) {
       const tables = new Map<string, Pending>();
@@ -182,6 +212,13 @@ export class ChangeLog {
       entry = { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: [] };
       byTable.set(table.id, entry);
     }
+    return entry;
+  }
+
+  /** Notes changes made in the transaction `tx`; they are written just before it commits (or sooner: WRITE_AT). */
+  async record(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, changes: RowChange[]): Promise<void> {
+    if (changes.length === 0) return;
+    const entry = this.pendingOf(tx, table, ctx);
     for (const c of changes) entry.changes.push(c);
     if (entry.changes.length >= WRITE_AT) {
       const early = entry.changes;
@@ -286,16 +323,38 @@ export class ChangeLog {
     return row ? Number(row.purgedThrough) : 0;
   }
 
-  /** Deletes entries that occurred before `cutoff`, table by table, remembering how far each went. */
+  /**
+   * Deletes each table's entries up to the last that occurred before `cutoff`, remembering how far
+   * it went. Entries are found by number, not by time (no index on occurredAt, which every write
+   * would pay for): the oldest kept entry of each table is looked at, and where it is older than
+   * the cutoff, the last older one is found by halving the range of numbers. Times rise with
+   * numbers, up to the length of a transaction (its entries take the time it began): an entry a
+   * little younger than the cutoff may go with older ones, and is then behind `purgedThrough`,
+   * where no cursor reads it (a cursor behind it answers 410).
+   */
   async purge(db: MetaDb, cutoff: string): Promise<number> {
-    const ends = await db.selectFrom('rh_changes').select(['tableId', (eb) => eb.fn.max('sequence').as('through')]).where('occurredAt', '<', cutoff).groupBy('tableId').execute();
+    const old = sql<number>`case when "occurredAt" < ${cutoff} then 1 else 0 end`;
+    /** The first entry of the table numbered `from` or above, and whether it is older than the cutoff. */
+    const first = async (tableId: string, from: number) =>
+      db.selectFrom('rh_changes').select(['sequence', old.as('old')]).where('tableId', '=', tableId).where('sequence', '>=', from).orderBy('sequence').limit(1).executeTakeFirst();
+    const tables = await db.selectFrom('rh_change_counters').select(['tableId', 'last', 'purgedThrough']).whereRef('last', '>', 'purgedThrough').execute();
     let deleted = 0;
-    for (const { tableId, through } of ends) {
-      const n = Number(through);
+    for (const { tableId, last, purgedThrough } of tables) {
+      const oldest = await first(tableId, Number(purgedThrough) + 1);
+      if (!oldest || Number(oldest.old) !== 1) continue;
+      // The last old entry lies in [lo, hi): lo is old, hi is young (or past the last).
+      let lo = Number(oldest.sequence);
+      let hi = Number(last) + 1;
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        const e = await first(tableId, mid);
+        if (e && Number(e.sequence) < hi && Number(e.old) === 1) lo = Number(e.sequence);
+        else hi = mid;
+      }
       await db.transaction().execute(async (tx) => {
-        const r = await tx.deleteFrom('rh_changes').where('tableId', '=', tableId).where('sequence', '<=', n).executeTakeFirst();
+        const r = await tx.deleteFrom('rh_changes').where('tableId', '=', tableId).where('sequence', '<=', lo).executeTakeFirst();
         deleted += Number(r.numDeletedRows);
-        await tx.updateTable('rh_change_counters').set({ purgedThrough: n }).where('tableId', '=', tableId).where('purgedThrough', '<', n).execute();
+        await tx.updateTable('rh_change_counters').set({ purgedThrough: lo }).where('tableId', '=', tableId).where('purgedThrough', '<', lo).execute();
       });
     }
     return deleted;

@@ -269,6 +269,14 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 9,
+    name: 'change log without an index on time',
+    async up(db) {
+      // Retention finds old entries by number (ChangeLog.purge): every write paid for this index.
+      await db.schema.dropIndex('rh_changes_occurred').ifExists().execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -353,10 +353,13 @@ export class RowStore {
       }
     }
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
+    // On PostgreSQL with the change log, each statement writes its rows' entries too (ChangeLog.insertWithEntries).
+    const withEntries = this.changes !== undefined && this.dialect.writingWith;
     const statement = (n: number) =>
-      this.template(db, table, `insert-many:${n}`, (d, arg) =>
-        d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
-      );
+      this.template(db, table, `insert-many:${n}`, (d, arg) => {
+        const q = d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)]))));
+        return withEntries ? q.returning(columns) : q;
+      });
     /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
     const failure = (err: unknown, from: number, k: number) =>
       k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
@@ -374,7 +377,9 @@ export class RowStore {
       for (let i = 0; i < rows.length; i += perStatement) {
         const chunk = rows.slice(i, i + perStatement);
         try {
-          await statement(chunk.length).run(db, chunk.flat());
+          const insert = statement(chunk.length);
+          if (withEntries) await this.changes?.insertWithEntries(db, table, ctx, insert.with(chunk.flat()));
+          else await insert.run(db, chunk.flat());
         } catch (err) {
           throw failure(err, i, duplicateRow(err, this.dialect, items.slice(i, i + chunk.length).map((x) => x.id)));
         }
@@ -387,7 +392,7 @@ export class RowStore {
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
       return raw;
     });
-    await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    if (!withEntries) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
     return written;
   }
 

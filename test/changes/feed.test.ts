@@ -77,6 +77,28 @@ eachDatabase('changes: the log and its feed', (kind) => {
     }
   });
 
+  it('numbers the changes of one batch in the order of its operations, whichever way each is written', async () => {
+    const { code } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'x', values: { n: 1 } })).status, 201);
+    // A run of creates is one multi-row insert (on PostgreSQL with its entries in the same statement);
+    // the update and delete before it are noted first and must keep their places.
+    const ops = [
+      { type: 'update', tableId: code, id: 'x', values: { n: 2 } },
+      { type: 'delete', tableId: code, id: 'x' },
+      { type: 'create', tableId: code, id: 'x', values: { n: 3 } },
+      { type: 'create', tableId: code, id: 'y', values: { n: 4 } },
+      { type: 'update', tableId: code, id: 'y', values: { n: 5 } },
+    ];
+    const r = await t.post('/api/rows-batch', { operations: ops });
+    assert.equal(r.status, 200, r.text);
+    const changes = await all(code);
+    assert.deepEqual(changes.map((c) => [c.sequence, c.type, c.rowId, c.row?.values.n ?? null]), [
+      [1, 'create', 'x', 1], [2, 'update', 'x', 2], [3, 'delete', 'x', null], [4, 'create', 'x', 3], [5, 'create', 'y', 4], [6, 'update', 'y', 5],
+    ]);
+    assert.deepEqual(changes[3].row, r.body.data[2].row);
+    assert.deepEqual(changes[5].row, r.body.data[4].row);
+  });
+
   it('records nothing for a write that fails or rolls back', async () => {
     const { code } = await table();
     assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: {} })).status, 201);
@@ -132,6 +154,28 @@ eachDatabase('changes: the log and its feed', (kind) => {
     assert.match(gone.message as string, /no longer kept/);
     assert.deepEqual((await feed(code, { after: '2' })).data.map((c) => c.rowId), ['c']);
     assert.deepEqual((await feed(code)).data.map((c) => [c.sequence, c.rowId]), [[3, 'c']], 'without after: the oldest kept');
+  });
+
+  it('retention finds the last entry older than the cutoff among many, by number', async () => {
+    const { code } = await table();
+    const bulk = (from: number, n: number) => t.post(`/api/tables/${code}/rows-bulk`, { data: Array.from({ length: n }, (_, i) => ({ id: `r${from + i}`, values: { n: i } })) });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (let i = 0; i < 3; i++) assert.equal((await bulk(100 * i, 100)).status, 201);
+    await sleep(30);
+    const cutoff = new Date().toISOString();
+    await sleep(30);
+    assert.equal((await bulk(300, 57)).status, 201);
+    for (let i = 0; i < 3; i++) assert.equal((await t.patch(`/api/tables/${code}/rows/r${i}`, { values: { n: -1 } })).status, 200);
+    // (Other tests' tables are purged too: the counts are the app's.)
+    assert.ok((await t.app.changes!.purge(t.database.db, cutoff)) >= 300);
+    assert.equal(await t.app.changes!.purge(t.database.db, cutoff), 0, 'nothing more to delete');
+    expectError(await t.get(`/api/tables/${code}/changes`, { query: { after: '299' } }), 410);
+    const kept = await all(code);
+    assert.deepEqual([kept.length, kept[0].sequence, kept[kept.length - 1].sequence], [60, 301, 360]);
+    assert.equal((await feed(code, { after: '300' })).data[0].sequence, 301);
+    assert.ok((await t.app.changes!.purge(t.database.db, new Date(Date.now() + 1000).toISOString())) >= 60);
+    assert.deepEqual((await feed(code)).data, []);
+    expectError(await t.get(`/api/tables/${code}/changes`, { query: { after: '359' } }), 410);
   });
 
   it('is the same feed for another instance, and after a restart', async () => {
