@@ -26,6 +26,9 @@ export interface WorkerOptions {
   warn(message: string): void;
 }
 
+/** A flow's deliveries sent one after another before its sender gives the other flows a turn. */
+const CHAIN = 100;
+
 /** The wait before retry number `n` (1 for the first retry). */
 export function retryDelayMs(baseMs: number, n: number): number {
   return baseMs * 2 ** (n - 1);
@@ -36,6 +39,11 @@ export class WebhookWorker {
   private running: Promise<void> | null = null;
   private again = false;
   private started = false;
+  /**
+   * Attempts under way, each of another flow's head. They are not waited for together: a receiver
+   * that answers slowly, or not at all until the timeout, holds back its own flow and no other.
+   */
+  private readonly sending = new Set<Promise<void>>();
   /**
    * The tables enabled flows watch, as of the last look: a commit to another table wakes no one
    * (a look is three queries, on SQLite on the writers' one connection). A flow enabled since is
@@ -67,6 +75,7 @@ export class WebhookWorker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
+    await Promise.all(this.sending);
   }
 
   /** Looks at the queue now (or as soon as the current look ends). */
@@ -80,6 +89,8 @@ export class WebhookWorker {
     this.timer = null;
     this.running = this.run().finally(() => {
       this.running = null;
+      // A kick that came after the run's last look (a send done while it asked nextDue) is not lost.
+      if (this.again) this.kick();
     });
   }
 
@@ -89,10 +100,11 @@ export class WebhookWorker {
       do {
         this.again = false;
         while (this.started && (await this.tick())) {
-          // Work begets work: a head sent lets the flow's next one go.
+          // Planning brought new changes in: look again. A head sent looks again when it is done (send()).
         }
       } while (this.again && this.started);
-      const due = await this.store.nextDue();
+      // With every sender busy, one that finishes looks again (send()).
+      const due = this.sending.size < this.concurrency ? await this.store.nextDue() : undefined;
       if (due !== undefined) sleep = Math.min(sleep, Math.max(10, Date.parse(due) - Date.now()));
     } catch (err) {
       this.options.warn(`webhook deliveries: ${(err as Error).message}`);
@@ -102,18 +114,49 @@ export class WebhookWorker {
     this.timer.unref();
   }
 
-  /** Plans every flow that is behind, then sends the due heads; answers whether it did anything. */
+  private get concurrency(): number {
+    return this.options.concurrency ?? 16;
+  }
+
+  /** Plans every flow that is behind, then starts sending the due heads; answers whether it planned anything. */
   async tick(): Promise<boolean> {
     this.watched = new Set(await this.store.watchedTables());
     let worked = false;
     for (const flowId of await this.store.behind()) {
       while ((await this.store.plan(flowId, new Date().toISOString())) > 0) worked = true;
     }
+    const room = this.concurrency - this.sending.size;
+    if (room <= 0) return worked;
     const now = new Date();
     const lease = this.leaseFrom(now);
-    const heads = await this.store.claimHeads(now.toISOString(), lease, this.options.concurrency ?? 16);
-    await Promise.all(heads.map((c) => this.attempt(c, lease, true)));
-    return worked || heads.length > 0;
+    for (const claimed of await this.store.claimHeads(now.toISOString(), lease, room)) this.send(claimed, lease);
+    return worked;
+  }
+
+  /**
+   * Sends a claimed head beside the others, then the flow's next heads while they are due (up to
+   * CHAIN of them, so other flows get their turn); then the queue is looked at again. Each further
+   * head is claimed as a tick claims, under a lease of its own: two queries a delivery.
+   */
+  private send(first: Claimed, firstLease: string): void {
+    const flowId = first.delivery.flowId;
+    const sending: Promise<void> = (async () => {
+      let claimed: Claimed | undefined = first;
+      let lease = firstLease;
+      for (let n = 0; claimed; n++) {
+        await this.attempt(claimed, lease, true);
+        if (!this.started || n + 1 >= CHAIN) return;
+        const now = new Date();
+        lease = this.leaseFrom(now);
+        [claimed] = await this.store.claimHeads(now.toISOString(), lease, 1, flowId);
+      }
+    })()
+      .catch((err) => this.options.warn(`webhook deliveries: ${(err as Error).message}`))
+      .finally(() => {
+        this.sending.delete(sending);
+        this.kick();
+      });
+    this.sending.add(sending);
   }
 
   /** Leases are unique per claim (a millisecond apart at least) and outlast a request. */

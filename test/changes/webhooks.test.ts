@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { DeliveryStore } from '../../src/events/delivery-store.ts';
 import { verifySignature } from '../../src/events/signature.ts';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
@@ -277,6 +278,65 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
         if (twin !== t) await twin.close();
       }
     });
+  });
+});
+
+eachDatabase('webhooks: a flow that is stuck holds back no other, and keeps the worker asleep', (kind) => {
+  // Long enough that a receiver which does not answer is still waited for when the test is over.
+  const SLOW = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BASE_MS: '60000', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '60000' };
+  let t: TestApp;
+  before(async () => {
+    t = await startApp(kind, SLOW, { webhookPollMs: 100 });
+    t.app.webhooks.start();
+    assert.equal((await t.post('/api/tables', { code: 's', name: 's', fields: [] })).status, 201);
+  });
+  after(() => t.close());
+
+  async function flow(url: string): Promise<string> {
+    const r = await t.post('/api/flows', { name: 'x', enabled: true, definition: { trigger: { table: 's', events: ['create'] }, webhook: { url } } });
+    assert.equal(r.status, 201, r.text);
+    return r.body.id;
+  }
+
+  it('delivers every change of a flow while another flow’s receiver holds its request unanswered; the worker sleeps until the held lease runs out', async () => {
+    const held = await new Receiver().start();
+    held.answer = () => 'hang';
+    const fast = await new Receiver().start();
+    try {
+      const heldFlow = await flow(held.url);
+      const fastFlow = await flow(fast.url);
+      for (let i = 0; i < 5; i++) assert.equal((await t.post('/api/tables/s/rows', { id: `h${i}`, values: {} })).status, 201);
+      await until('the other flow’s five deliveries', () => fast.received.length >= 5);
+      assert.deepEqual(fast.received.map((r) => r.body.change.rowId), ['h0', 'h1', 'h2', 'h3', 'h4']);
+      assert.deepEqual(held.received.map((r) => r.body.change.rowId), ['h0'], 'the held flow’s next waits for its head');
+      // Pending now: the held head, leased for timeout + 30 s, and four behind it. Nothing is due before the lease runs out.
+      const due = await new DeliveryStore(t.database).nextDue();
+      assert.ok(due !== undefined && Date.parse(due) > Date.now() + 60_000, `next due ${due}`);
+      for (const id of [heldFlow, fastFlow]) assert.equal((await t.put(`/api/flows/${id}`, { enabled: false })).status, 200);
+    } finally {
+      await held.stop();
+      await fast.stop();
+    }
+  });
+
+  it('is due again when a flow’s head retries, not for the deliveries behind it; a disabled flow’s pending deliveries are never due', async () => {
+    const rx = await new Receiver().start();
+    rx.answer = () => 500;
+    try {
+      const flowId = await flow(rx.url);
+      assert.equal((await t.post('/api/tables/s/rows-bulk', { data: [{ id: 'r1', values: {} }, { id: 'r2', values: {} }] })).status, 201);
+      const head = await until('the head’s first attempt recorded', async () => {
+        const list = (await t.get('/api/flow-deliveries', { query: { filter: { flowId: { eq: flowId } }, sorting: { sequence: 'asc' } } })).body.data;
+        return list.length === 2 && list[0].attempts === 1 && list[0];
+      });
+      assert.equal(rx.received.length, 1);
+      const store = new DeliveryStore(t.database);
+      assert.equal(await store.nextDue(), head.nextAttemptAt, 'the head’s retry, a minute away; not r2, queued behind it since it was planned');
+      assert.equal((await t.put(`/api/flows/${flowId}`, { enabled: false })).status, 200);
+      assert.equal(await store.nextDue(), undefined, 'a disabled flow sends nothing, so nothing of it is due');
+    } finally {
+      await rx.stop();
+    }
   });
 });
 
