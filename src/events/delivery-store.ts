@@ -139,11 +139,14 @@ export class DeliveryStore {
   async claimHeads(now: string, leaseUntil: string, limit: number, flowId?: string): Promise<Claimed[]> {
     const { dialect } = this.database;
     const lock = dialect.lockRows ? sql`for update of d skip locked` : sql``;
-    const ofFlow = flowId === undefined ? sql`` : sql`and d."flowId" = ${flowId}`;
-    const ids = sql`select d.id from rh_flow_deliveries d join rh_flows f on f.id = d."flowId"
-      where d.status = 'pending' ${ofFlow} and d."nextAttemptAt" <= ${now} and (d."leaseUntil" is null or d."leaseUntil" < ${now})
-        and f.enabled = ${dialect.encodeBoolean(true)}
-        and not exists (select 1 from rh_flow_deliveries e where e."flowId" = d."flowId" and e.status = 'pending' and e.sequence < d.sequence)
+    const ofFlow = flowId === undefined ? sql`` : sql`and f.id = ${flowId}`;
+    // Each enabled flow's head (its first pending delivery, one lookup in rh_flow_deliveries_flow), when due.
+    // (Asking of every pending delivery whether an earlier one is pending took 62 ms a claim with 10,000 pending.)
+    const ids = sql`select d.id from rh_flows f
+      join rh_flow_deliveries d on d.id = (
+        select e.id from rh_flow_deliveries e where e."flowId" = f.id and e.status = 'pending' order by e.sequence limit 1)
+      where f.enabled = ${dialect.encodeBoolean(true)} ${ofFlow}
+        and d."nextAttemptAt" <= ${now} and (d."leaseUntil" is null or d."leaseUntil" < ${now})
       order by d."nextAttemptAt" limit ${limit} ${lock}`;
     const claimed = await sql<Delivery>`update rh_flow_deliveries set "leaseUntil" = ${leaseUntil} where id in (${ids}) returning *`.execute(this.db);
     return this.withFlows(claimed.rows);
