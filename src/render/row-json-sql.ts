@@ -1,60 +1,89 @@
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { ColumnKind } from '../domain/value-codec.ts';
+import type { DialectName } from '../store/dialect.ts';
 import type { TableDef } from '../store/table-catalog.ts';
 
 /**
- * PostgreSQL: a row record's JSON text as an SQL expression over the row's columns, for the change
- * entry that the statement writing a row also writes (one round trip, where rendering it here in
- * JavaScript would need the row first). It reads as recordJson's text (row-json.ts) does, value for
- * value; only JSON values (list, record, file) keep PostgreSQL's spacing. The test
- * test/render/row-json-sql.test.ts holds the two to each other, type by type.
+ * A row record's JSON text as an SQL expression over the row's columns, for the change entries a
+ * statement writes beside the rows it writes (ChangeLog): the database renders them from the rows
+ * it holds, where rendering them in JavaScript would need the rows first, or would send each
+ * record's text back to the database. It reads as recordJson's text (row-json.ts) does, value for
+ * value; numbers and JSON values (list, record, file) may be spelled differently (`2.0`, PostgreSQL's
+ * spacing). The test test/render/row-json-sql.test.ts holds the two to each other, type by type.
  */
 
 /** A literal SQL string. */
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** A non-null column value's JSON text, by the kind of column that holds it. */
-const VALUE: Record<ColumnKind, (column: string) => string> = {
-  text: (c) => `to_json(${c})::text`,
-  // The shortest decimal that reads back exactly, as JavaScript writes it (-0 is never stored: pg binds it as 0).
-  real: (c) => `to_json(${c})::text`,
-  integer: (c) => `to_json(${c})::text`,
-  boolean: (c) => `to_json(${c})::text`,
-  // The API's form, as the pg driver's parser makes it (database.ts): milliseconds and Z.
-  timestamp: (c) => `'"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`,
-  date: (c) => `to_json(${c})::text`,
-  time: (c) => `to_json(${c})::text`,
-  json: (c) => `${c}::text`,
+/** A non-null column value's JSON text, by database and the kind of column that holds it. */
+const VALUE: Record<DialectName, Record<ColumnKind, (column: string) => string>> = {
+  postgres: {
+    text: (c) => `to_json(${c})::text`,
+    // The shortest decimal that reads back exactly, as JavaScript writes it (-0 is never stored: pg binds it as 0).
+    real: (c) => `to_json(${c})::text`,
+    integer: (c) => `to_json(${c})::text`,
+    boolean: (c) => `to_json(${c})::text`,
+    // The API's form, as the pg driver's parser makes it (database.ts): milliseconds and Z.
+    timestamp: (c) => `'"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`,
+    date: (c) => `to_json(${c})::text`,
+    time: (c) => `to_json(${c})::text`,
+    json: (c) => `${c}::text`,
+  },
+  sqlite: {
+    // json_quote writes a real with as many digits as read it back exactly (2 as 2.0).
+    text: (c) => `json_quote(${c})`,
+    real: (c) => `json_quote(${c})`,
+    integer: (c) => `json_quote(${c})`,
+    boolean: (c) => `case ${c} when 1 then 'true' when 0 then 'false' end`,
+    // Dates and times are kept as the API writes them.
+    timestamp: (c) => `json_quote(${c})`,
+    date: (c) => `json_quote(${c})`,
+    time: (c) => `json_quote(${c})`,
+    // The JSON text as the service wrote it.
+    json: (c) => c,
+  },
 };
+
+/**
+ * Parts joined with ||, as a balanced tree: SQLite refuses an expression nested more than 1,000
+ * deep, which a chain of || over a table of a few hundred fields would be.
+ */
+function concat(parts: string[]): string {
+  if (parts.length <= 8) return parts.join(' || ');
+  const half = Math.ceil(parts.length / 2);
+  return `(${concat(parts.slice(0, half))}) || (${concat(parts.slice(half))})`;
+}
 
 const expressions = new WeakMap<TableDef, Map<string, string>>();
 
 /** The record of the row `alias` names (a table or a WITH query holding every column), made once per table version. */
-export function recordJsonSql(table: TableDef, alias: string): string {
-  let byAlias = expressions.get(table);
-  if (!byAlias) {
-    byAlias = new Map();
-    expressions.set(table, byAlias);
+export function recordJsonSql(table: TableDef, alias: string, dialect: DialectName): string {
+  let made = expressions.get(table);
+  if (!made) {
+    made = new Map();
+    expressions.set(table, made);
   }
-  let expr = byAlias.get(alias);
+  const key = `${dialect}:${alias}`;
+  let expr = made.get(key);
   if (expr === undefined) {
+    const value = VALUE[dialect];
     const col = (name: string) => `${alias}."${name}"`;
     const parts = [
-      literal('{"id":'), VALUE.text(col('id')),
-      literal(',"createdAt":'), VALUE.timestamp(col('created_at')),
-      literal(',"updatedAt":'), VALUE.timestamp(col('updated_at')),
-      literal(',"createdBy":'), VALUE.text(col('created_by')),
-      literal(',"updatedBy":'), VALUE.text(col('updated_by')),
+      literal('{"id":'), value.text(col('id')),
+      literal(',"createdAt":'), value.timestamp(col('created_at')),
+      literal(',"updatedAt":'), value.timestamp(col('updated_at')),
+      literal(',"createdBy":'), value.text(col('created_by')),
+      literal(',"updatedBy":'), value.text(col('updated_by')),
       literal(',"values":{'),
     ];
     table.fields.forEach((f, i) => {
       const c = col(fieldColumn(f.id));
-      parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${VALUE[fieldType(f.type).column](c)}, 'null')`);
+      parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${value[fieldType(f.type).column](c)}, 'null')`);
     });
     parts.push(literal('}}'));
-    expr = parts.join(' || ');
-    byAlias.set(alias, expr);
+    expr = concat(parts);
+    made.set(key, expr);
   }
   return expr;
 }

@@ -84,6 +84,17 @@ function bothStatement(n: number): string {
 }
 
 /**
+ * SQLite: create entries for the rows of a table with rowids from the first to the last given,
+ * numbered from their rowid plus an offset. Binds table id, that offset, occurredAt, member id,
+ * the first rowid and the last.
+ */
+function insertedStatement(table: TableDef): string {
+  return `insert into rh_changes (${ENTRY_COLUMNS})
+    select ?, r.rowid + ?, 'create', r."id", ${recordJsonSql(table, 'r', 'sqlite')}, null, ?, ?
+    from "${table.physical}" as r where r.rowid between ? and ? order by r.rowid`;
+}
+
+/**
  * PostgreSQL: a write (`write`, returning every column of the rows it wrote; $1… its own
  * parameters) and its entries in one statement. A WITH raises the counter by the rows written
  * (not at all when there are none), holding its lock until the transaction commits, and numbers
@@ -96,7 +107,7 @@ function withEntries(write: string, params: number, what: LoneWrite, table: Tabl
   const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
-  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w');
+  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w', 'postgres');
   const counter = `insert into rh_change_counters ("tableId", "last", "purgedThrough")`;
   const raise = `on conflict ("tableId") do update set "last" = rh_change_counters."last" + excluded."last" returning "last"`;
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
@@ -116,7 +127,7 @@ function withEntries(write: string, params: number, what: LoneWrite, table: Tabl
 export class ChangeLog {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
   private readonly statements = new Map<string, string>();
-  /** PostgreSQL: each table version's writes with their entries (withEntries), by the write's SQL and kind. */
+  /** Each table version's statements that write entries from its rows (withEntries, insertedStatement), by key. */
   private readonly entryStatements = new WeakMap<TableDef, Map<string, string>>();
   /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
   readonly committed = new EventEmitter();
@@ -173,22 +184,34 @@ export class ChangeLog {
     return Number(written);
   }
 
+  /**
+   * SQLite, in the transaction `tx`: create entries for the rows just inserted into the table, found
+   * by their rowids (`first` to `last`, one insert after another), rendered by SQLite from the rows
+   * as stored and written by one INSERT … SELECT: none of them is made or sent in JavaScript. The
+   * transaction's entries of the table noted before are written first.
+   */
+  insertedRows(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, first: number, last: number): void {
+    const { runNow } = this.database;
+    if (this.dialect.writingWith || !runNow) throw new Error('ChangeLog.insertedRows: SQLite only');
+    const pending = this.pendingOf(tx, table, ctx);
+    if (pending.changes.length > 0) {
+      for (let i = 0; i < pending.changes.length; i += PER_STATEMENT) this.writeEntriesNow(runNow, { ...pending, changes: pending.changes.slice(i, i + PER_STATEMENT) });
+      pending.changes = [];
+    }
+    const n = last - first + 1;
+    const [{ last: sequence }] = runNow(TAKE_SQLITE, [table.id, n, n]);
+    const text = this.tableStatement(table, 'inserted', () => insertedStatement(table));
+    runNow(text, [table.id, Number(sequence) - n + 1 - first, ctx.now, ctx.memberId, first, last]);
+  }
+
   /** PostgreSQL: `write` wrapped to write its entries too (withEntries), the statement's text made once per table version. */
   private withEntries(table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite, many: boolean): CompiledQuery {
-    let statements = this.entryStatements.get(table);
-    if (!statements) {
-      statements = new Map();
-      this.entryStatements.set(table, statements);
-    }
-    const key = `${what.type}\u0000${many}\u0000${write.sql}`;
-    let text = statements.get(key);
-    if (text === undefined) {
-      text = withEntries(write.sql, write.parameters.length, what, table, many);
-      if (statements.size > 200) statements.clear();
-      statements.set(key, text);
+    const text = this.tableStatement(table, `${what.type}\u0000${many}\u0000${write.sql}`, () => {
+      const made = withEntries(write.sql, write.parameters.length, what, table, many);
       // Single-row writes, by id: prepared (Database.prepare).
-      if (!many) this.database.prepare?.(text);
-    }
+      if (!many) this.database.prepare?.(made);
+      return made;
+    });
     const params = [...write.parameters, table.id, ctx.now, ctx.memberId];
     // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
     if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
@@ -271,6 +294,22 @@ export class ChangeLog {
   /** An entry's type, row id, row (its JSON text) and changed fields (theirs), as the statements bind them. */
   private entryFields(table: TableDef, c: RowChange): unknown[] {
     return [c.type, c.rowId, c.row === null ? null : this.render(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields)];
+  }
+
+  /** A statement of a table version's by key, made once (at most 200 kept per version: updates differ by the fields they set). */
+  private tableStatement(table: TableDef, key: string, make: () => string): string {
+    let statements = this.entryStatements.get(table);
+    if (!statements) {
+      statements = new Map();
+      this.entryStatements.set(table, statements);
+    }
+    let text = statements.get(key);
+    if (text === undefined) {
+      text = make();
+      if (statements.size > 200) statements.clear();
+      statements.set(key, text);
+    }
+    return text;
   }
 
   /** A statement's SQL by key, made once. */

@@ -41,8 +41,9 @@ export interface Database {
    * SQLite only: runs one statement once for each row of arguments, synchronously, on the main
    * connection: inside the caller's transaction, a bulk insert without a trip through the query
    * builder for every row. An error carries the index of the row that failed (`rowIndex`).
+   * Answers the rowids of the first and the last row inserted, for an INSERT.
    */
-  runEach?(sql: string, rows: readonly (readonly unknown[])[]): void;
+  runEach?(sql: string, rows: readonly (readonly unknown[])[]): { first: number; last: number };
   /**
    * SQLite: runs one statement at once on the main connection (where the open transaction is), and
    * answers the rows it returns: for statements every write makes, without the query builder's
@@ -287,13 +288,17 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
       }),
     runEach(source, rows) {
       const statement = main.prepare(source);
+      let first = 0;
+      let last = 0;
       rows.forEach((row, rowIndex) => {
         try {
-          statement.run(row);
+          last = Number(statement.run(row).lastInsertRowid);
         } catch (err) {
           throw Object.assign(err as Error, { rowIndex });
         }
+        if (rowIndex === 0) first = last;
       });
+      return { first, last };
     },
     ping: async () => {
       await sql`select 1`.execute(db);

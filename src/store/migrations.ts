@@ -277,6 +277,22 @@ const migrations: Migration[] = [
       await db.schema.dropIndex('rh_changes_occurred').ifExists().execute();
     },
   },
+  {
+    version: 10,
+    name: 'change log clustered by its key (SQLite)',
+    async up(db, dialect) {
+      // On SQLite an entry went into two B-trees, the table's rowid one and its primary key's;
+      // WITHOUT ROWID keeps entries in the key's alone. (PostgreSQL's heap has no such twin.)
+      if (dialect.name !== 'sqlite') return;
+      await sql`create table rh_changes_next (
+        "tableId" text not null, "sequence" integer not null, "type" text not null, "rowId" text not null,
+        "row" text, "changedFields" text, "occurredAt" text not null, "memberId" text,
+        constraint rh_changes_key primary key ("tableId", "sequence")) without rowid`.execute(db);
+      await sql`insert into rh_changes_next select "tableId", "sequence", "type", "rowId", "row", "changedFields", "occurredAt", "memberId" from rh_changes`.execute(db);
+      await sql`drop table rh_changes`.execute(db);
+      await sql`alter table rh_changes_next rename to rh_changes`.execute(db);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

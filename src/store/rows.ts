@@ -355,6 +355,8 @@ export class RowStore {
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
     // On PostgreSQL with the change log, each statement writes its rows' entries too (ChangeLog.insertWithEntries).
     const withEntries = this.changes !== undefined && this.dialect.writingWith;
+    /** Whether the entries are written (by the database, from the rows written). */
+    let logged = withEntries;
     const statement = (n: number) =>
       this.template(db, table, `insert-many:${n}`, (d, arg) => {
         const q = d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)]))));
@@ -367,11 +369,17 @@ export class RowStore {
     const { runEach } = this.database;
     if (perStatement === 1 && runEach && db.isTransaction) {
       // In a transaction on SQLite: the one statement run for each row, without the query builder.
+      let rowids: { first: number; last: number };
       try {
-        runEach(statement(1).with([]).sql, rows);
+        rowids = runEach(statement(1).with([]).sql, rows);
       } catch (err) {
         const k = (err as { rowIndex?: number }).rowIndex;
         throw failure(err, 0, k !== undefined && this.dialect.isUniqueViolation(err) ? k : -1);
+      }
+      // One insert after another takes rowids one after another: their entries are made by SQLite from them.
+      if (this.changes && rows.length > 0 && rowids.last - rowids.first === rows.length - 1) {
+        this.changes.insertedRows(db, table, ctx, rowids.first, rowids.last);
+        logged = true;
       }
     } else {
       for (let i = 0; i < rows.length; i += perStatement) {
@@ -392,7 +400,7 @@ export class RowStore {
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
       return raw;
     });
-    if (!withEntries) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
     return written;
   }
 

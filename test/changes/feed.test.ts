@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { migrate } from '../../src/store/migrations.ts';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
 /**
@@ -176,6 +178,21 @@ eachDatabase('changes: the log and its feed', (kind) => {
     assert.ok((await t.app.changes!.purge(t.database.db, new Date(Date.now() + 1000).toISOString())) >= 60);
     assert.deepEqual((await feed(code)).data, []);
     expectError(await t.get(`/api/tables/${code}/changes`, { query: { after: '359' } }), 410);
+  });
+
+  it('SQLite: migration 10 keeps every entry, in a table clustered by its key', { skip: kind !== 'sqlite' && 'SQLite only' }, async () => {
+    const { code } = await table();
+    assert.equal((await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: { n: 1 } }, { id: 'b', values: {} }] })).status, 201);
+    assert.equal((await t.delete(`/api/tables/${code}/rows/a`)).status, 204);
+    const before = await all(code);
+    const clustered = async () => (await sql<{ wr: number }>`select wr from pragma_table_list where name = 'rh_changes'`.execute(t.database.db)).rows[0].wr;
+    assert.equal(await clustered(), 1);
+    await sql`delete from rh_migrations where version = 10`.execute(t.database.db);
+    assert.deepEqual(await migrate(t.database.db, t.database.dialect), [10]);
+    assert.equal(await clustered(), 1);
+    assert.deepEqual(await all(code), before);
+    assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'c', values: {} })).status, 201);
+    assert.deepEqual((await all(code)).map((c) => c.sequence), [1, 2, 3, 4]);
   });
 
   it('is the same feed for another instance, and after a restart', async () => {

@@ -1,22 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { recordJson } from '../../src/render/row-json.ts';
 import { recordJsonSql } from '../../src/render/row-json-sql.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
-import { type TestApp, databaseKinds, startApp, uploadFile } from '../support/harness.ts';
+import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
 
 /**
- * PostgreSQL renders the record of a change entry written by the statement that writes the row
- * (render/row-json-sql.ts): it must read as the record the API answers, value for value, for every
- * field type and awkward value.
+ * The database renders the records of change entries written beside the rows (render/row-json-sql.ts):
+ * they must read as the records the API answers, value for value, for every field type and awkward value.
  */
-describe('records rendered as JSON text by PostgreSQL', { skip: !databaseKinds().includes('postgres') }, () => {
+eachDatabase('records rendered as JSON text by the database', (kind) => {
   let t: TestApp;
 
   before(async () => {
-    t = await startApp('postgres');
+    t = await startApp(kind);
   });
   after(() => t?.close());
 
@@ -42,6 +41,7 @@ describe('records rendered as JSON text by PostgreSQL', { skip: !databaseKinds()
       { id: 'numbers', values: { number: 0.1 + 0.2, list: [123456789012345680000, -1e-7, 2 ** 53 + 2] } },
       { id: 'tiny', values: { number: 5e-324, text: 'x'.repeat(10_000) } },
       { id: 'huge', values: { number: 1e21, text: '' } },
+      { id: 'whole', values: { number: 2, list: [2, 2.5], boolean: false } },
     ];
     assert.equal((await t.post('/api/tables/all/rows-bulk', { data: rows })).status, 201);
     const table = await new TableCatalog(t.database).find(t.database.db, 'all');
@@ -50,7 +50,7 @@ describe('records rendered as JSON text by PostgreSQL', { skip: !databaseKinds()
     for (const { id } of rows) {
       const raw = await store.get(t.database.db, table, id);
       assert.ok(raw);
-      const { rows: [rendered] } = await sql<{ json: string }>`select ${sql.raw(recordJsonSql(table, 'r'))} as json from ${sql.table(table.physical)} as r where r.id = ${id}`.execute(t.database.db);
+      const { rows: [rendered] } = await sql<{ json: string }>`select ${sql.raw(recordJsonSql(table, 'r', t.database.dialect.name))} as json from ${sql.table(table.physical)} as r where r.id = ${id}`.execute(t.database.db);
       assert.deepStrictEqual(JSON.parse(rendered.json), JSON.parse(recordJson(table, raw, t.database.dialect)), id);
     }
   });
