@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { installAuth } from './http/auth.ts';
 import { frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
+import { installBodyDepthLimit } from './http/body-depth.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
@@ -86,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   installErrorHandling(app, database.dialect);
   installAuth(app, database);
+  installBodyDepthLimit(app);
   installWriteQueryRule(app);
   healthRoutes(app, database);
 
