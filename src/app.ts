@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { installAuth } from './http/auth.ts';
-import { frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { installBodyDepthLimit } from './http/body-depth.ts';
+import { installBodyHandling } from './http/request-bodies.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
 import { bulkRoutes } from './http/bulk-routes.ts';
@@ -73,6 +74,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       onMaxParamLength,
     },
     frameworkErrors,
+    // Requests Node's parser refuses (headers over 16 KiB): the one error format, and Connection: close.
+    clientErrorHandler,
     genReqId: () => randomUUID(),
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
@@ -86,6 +89,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   installErrorHandling(app, database.dialect);
+  installBodyHandling(app, { idleMs: config.bodyTimeoutMs, maxBodyBytes: config.maxBodyBytes });
   installAuth(app, database);
   installBodyDepthLimit(app);
   installWriteQueryRule(app);
@@ -134,7 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   rowsRoutes(app, rows);
   bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
   exportRoutes(app, rows);
-  fileRoutes(app, rows);
+  fileRoutes(app, rows, config.maxFileBytes);
   openapiRoutes(app, rows);
   importRoutes(app, rows, config.maxFileBytes);
   if (changes) changesRoutes(app, rows, changes);

@@ -30,6 +30,8 @@ export interface Config {
   webhookTimeoutMs: number;
   /** Bounded wait for requests in flight on shutdown. */
   shutdownTimeoutMs: number;
+  /** A request body that stops arriving for this long fails with 408 (a stalled upload holds nothing longer). */
+  bodyTimeoutMs: number;
   logLevel: string;
 }
 
@@ -54,6 +56,7 @@ const SETTINGS = {
   webhookAttempts: { env: 'ROWHOUSE_WEBHOOK_ATTEMPTS', flag: 'webhook-attempts' },
   webhookRetryBaseMs: { env: 'ROWHOUSE_WEBHOOK_RETRY_BASE_MS', flag: 'webhook-retry-base-ms' },
   webhookTimeoutMs: { env: 'ROWHOUSE_WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms' },
+  bodyTimeoutSeconds: { env: 'ROWHOUSE_BODY_TIMEOUT_SECONDS', flag: 'body-timeout-seconds' },
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
 } as const;
 
@@ -142,6 +145,7 @@ export function loadConfig(
     webhookRetryBaseMs: integer(label('webhookRetryBaseMs'), get('webhookRetryBaseMs') ?? '10000', 1, 86_400_000),
     webhookTimeoutMs: integer(label('webhookTimeoutMs'), get('webhookTimeoutMs') ?? '10000', 1, 600_000),
     shutdownTimeoutMs: 10_000,
+    bodyTimeoutMs: integer(label('bodyTimeoutSeconds'), get('bodyTimeoutSeconds') ?? '60', 1, 3600) * 1000,
     logLevel,
   };
 }

@@ -21,6 +21,7 @@ describe('loadConfig', () => {
     assert.equal(c.uploadTtlSeconds, 86400);
     assert.equal(c.logLevel, 'info');
     assert.ok(c.shutdownTimeoutMs > 0);
+    assert.equal(c.bodyTimeoutMs, 60_000);
   });
 
   it('reads every environment variable', () => {
@@ -113,6 +114,11 @@ describe('loadConfig', () => {
     assert.equal(c.storage, `file:${path.join('/flag/data', 'files')}`);
   });
 
+  it('reads the body timeout in seconds, from the environment or a flag', () => {
+    assert.equal(loadConfig({ ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, {}, CWD).bodyTimeoutMs, 45_000);
+    assert.equal(loadConfig({ ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, parseConfigFlags(['--body-timeout-seconds', '1']), CWD).bodyTimeoutMs, 1000);
+  });
+
   it('accepts the boundary values', () => {
     assert.equal(loadConfig({ PORT: '0' }, {}, CWD).port, 0);
     assert.equal(loadConfig({ PORT: '65535' }, {}, CWD).port, 65535);
@@ -138,6 +144,8 @@ describe('loadConfig', () => {
     ['a negative upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '-5' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['a zero upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '0' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['an unknown log level', { ROWHOUSE_LOG_LEVEL: 'loud' }, /ROWHOUSE_LOG_LEVEL/],
+    ['a zero body timeout', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
+    ['a body timeout over an hour', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '3601' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
   ];
   for (const [what, env, message] of bad) {
     it(`rejects ${what} with a ConfigError naming the variable`, () => {

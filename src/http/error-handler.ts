@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, maxHeaderSize } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type ErrorBody, type ErrorCode, type HttpError, codeOfStatus, errorBody } from '../errors.ts';
+import { type ErrorBody, type ErrorCode, type HttpError, codeOfStatus, errorBody, statusName } from '../errors.ts';
 import { toHttpError } from '../store/database-errors.ts';
 import type { Dialect } from '../store/dialect.ts';
 
@@ -53,4 +54,59 @@ export function onMaxParamLength(path: string, _req: IncomingMessage, res: Serve
   const body = JSON.stringify(errorBody(414, `A path segment of ${path.slice(0, 100)}… is too long`));
   res.writeHead(414, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID(), 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** How long a connection answered by clientError may take to close after the answer (the client reads it, then closes). */
+const CLIENT_ERROR_CLOSE_MS = 5_000;
+const answeredSockets = new WeakSet<Socket>();
+
+/** The status and message of what Node's HTTP parser refused before any route saw the request. */
+function clientErrorAnswer(code: string | undefined): [number, string] {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, `The request line and headers are larger than ${maxHeaderSize / 1024} KiB: shorten the URL (a long filter or sort) or the headers`];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'The request was not received in time'];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'The chunk extensions of the request body are too large'];
+    default:
+      return [400, `The request is not valid HTTP/1.1${code ? ` (${code})` : ''}`];
+  }
+}
+
+/**
+ * Node's `clientError` (a request its parser refuses: headers over 16 KiB, malformed HTTP, headers
+ * too slow): an answer in the one error format that says `Connection: close`, then a close that
+ * lets the client read it. The parser cannot go on after such an error, so the connection cannot
+ * serve another request; closing it at once, with the rest of the request unread, would reset it
+ * under the answer.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // A parser in error reports again on every later read: the first answer is the only one.
+  if (answeredSockets.has(socket)) return;
+  answeredSockets.add(socket);
+  const [status, message] = clientErrorAnswer(err.code);
+  this.log.debug({ code: codeOfStatus(status), statusCode: status, parserCode: err.code }, message);
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  // Bytes of another answer already on the wire: nothing can be added to them.
+  if (!socket.writable || (inFlight && inFlight.headersSent)) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(errorBody(status, message));
+  socket.write(
+    `HTTP/1.1 ${status} ${statusName(status)}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), CLIENT_ERROR_CLOSE_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  // The client closing its side after reading the answer ends it here too.
+  socket.once('end', () => socket.destroy());
 }
