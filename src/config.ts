@@ -32,6 +32,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** A request body that stops arriving for this long fails with 408 (a stalled upload holds nothing longer). */
   bodyTimeoutMs: number;
+  /** pino level; `info` writes one access log line per request, `warn` and above silence it. */
   logLevel: string;
 }
 

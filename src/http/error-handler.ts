@@ -6,17 +6,27 @@ import { type ErrorBody, type ErrorCode, type HttpError, codeOfStatus, errorBody
 import { toHttpError } from '../store/database-errors.ts';
 import type { Dialect } from '../store/dialect.ts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The code of the error answered, for the access log; null when the answer is no error. */
+    errorCode: ErrorCode | null;
+  }
+}
+
 /**
  * Every error on every route leaves in the one format (CONTRACT §3); a 500 never shows its cause.
- * Each is logged with its code, as Fastify's own handler logs them: a client's error at info, a fault at error.
+ * Each is logged with its code: a client's error at debug (its access log line says it at info),
+ * an unavailable database at warn, a fault at error with its stack.
  */
 export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
+  app.decorateRequest('errorCode', null);
   app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
     // The last resort for the database errors no caller classified (a table changed under the request).
     const known = toHttpError(err, dialect);
     if (known) return sendError(request, reply, known.code, known.toBody());
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status < 500) return sendError(request, reply, codeOfStatus(status), errorBody(status, clientMessage(err, request.headers['content-type'])));
+    request.errorCode = 'internal';
     request.log.error({ err, code: 'internal', reqId: request.id }, 'request failed');
     return reply.status(500).send(errorBody(500, `An internal error occurred; it was logged with request id ${request.id}`));
   });
@@ -28,7 +38,9 @@ export function installErrorHandling(app: FastifyInstance, dialect: Dialect): vo
 
 /** An error the service answers for what it is: logged with its code (never in the body), then sent. */
 function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, body: ErrorBody): FastifyReply {
-  request.log[body.statusCode < 500 ? 'info' : 'warn']({ code, statusCode: body.statusCode }, body.message);
+  // The access log line (access-log.ts) carries the status and code of every answer; the message is for debugging.
+  request.errorCode = code;
+  request.log[body.statusCode < 500 ? 'debug' : 'warn']({ code, statusCode: body.statusCode }, body.message);
   return reply.status(body.statusCode).send(body);
 }
 
