@@ -20,7 +20,7 @@ describe('loadConfig', () => {
     assert.equal(c.maxFileBytes, 100 * 1024 * 1024);
     assert.equal(c.uploadTtlSeconds, 86400);
     assert.equal(c.logLevel, 'info');
-    assert.ok(c.shutdownTimeoutMs > 0);
+    assert.equal(c.shutdownTimeoutMs, 10_000);
     assert.equal(c.bodyTimeoutMs, 60_000);
   });
 
@@ -114,9 +114,13 @@ describe('loadConfig', () => {
     assert.equal(c.storage, `file:${path.join('/flag/data', 'files')}`);
   });
 
-  it('reads the body timeout in seconds, from the environment or a flag', () => {
-    assert.equal(loadConfig({ ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, {}, CWD).bodyTimeoutMs, 45_000);
-    assert.equal(loadConfig({ ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, parseConfigFlags(['--body-timeout-seconds', '1']), CWD).bodyTimeoutMs, 1000);
+  it('reads the shutdown and body timeouts in seconds, from the environment or flags', () => {
+    const c = loadConfig({ ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '3', ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, {}, CWD);
+    assert.equal(c.shutdownTimeoutMs, 3000);
+    assert.equal(c.bodyTimeoutMs, 45_000);
+    const f = loadConfig({ ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '3' }, parseConfigFlags(['--shutdown-timeout-seconds', '20', '--body-timeout-seconds', '1']), CWD);
+    assert.equal(f.shutdownTimeoutMs, 20_000);
+    assert.equal(f.bodyTimeoutMs, 1000);
   });
 
   it('accepts the boundary values', () => {
@@ -144,6 +148,8 @@ describe('loadConfig', () => {
     ['a negative upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '-5' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['a zero upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '0' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['an unknown log level', { ROWHOUSE_LOG_LEVEL: 'loud' }, /ROWHOUSE_LOG_LEVEL/],
+    ['a zero shutdown timeout', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
+    ['a shutdown timeout in milliseconds', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '10s' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
     ['a zero body timeout', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
     ['a body timeout over an hour', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '3601' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
   ];
