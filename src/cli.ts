@@ -18,7 +18,9 @@ Commands:
 
 Every command takes the configuration flags (each also an environment variable):
   --port, --host, --data-dir, --database-url, --storage, --public-url, --secret,
-  --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --log-level
+  --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --changes-retention-seconds,
+  --change-log, --webhook-allow-private, --webhook-attempts, --webhook-retry-base-ms,
+  --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level
 `;
 
 class UsageError extends Error {}
@@ -35,10 +37,20 @@ async function withDatabase<T>(flags: Record<string, string>, work: (database: D
   }
 }
 
+/** After the shutdown bound has closed every connection, what is left (the database, a webhook attempt in flight) gets this long. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 async function serve(flags: Record<string, string>): Promise<void> {
-  const server = await startServer(loadConfig(process.env, flags));
+  const config = loadConfig(process.env, flags);
+  const server = await startServer(config);
   const shutdown = (signal: string) => {
     server.app.log.info({ signal }, 'shutting down');
+    // The process ends within the bound whatever hangs.
+    const deadline = setTimeout(() => {
+      server.app.log.error('shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS);
+    deadline.unref();
     server.stop().then(
       () => process.exit(0),
       (err) => {

@@ -28,8 +28,11 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** How long one webhook request may take, connecting included. */
   webhookTimeoutMs: number;
-  /** Bounded wait for requests in flight on shutdown. */
+  /** Bounded wait for requests in flight on shutdown; past it their connections are closed. */
   shutdownTimeoutMs: number;
+  /** A request body that stops arriving for this long fails with 408 (a stalled upload holds nothing longer). */
+  bodyTimeoutMs: number;
+  /** pino level; `info` writes one access log line per request, `warn` and above silence it. */
   logLevel: string;
 }
 
@@ -54,6 +57,8 @@ const SETTINGS = {
   webhookAttempts: { env: 'ROWHOUSE_WEBHOOK_ATTEMPTS', flag: 'webhook-attempts' },
   webhookRetryBaseMs: { env: 'ROWHOUSE_WEBHOOK_RETRY_BASE_MS', flag: 'webhook-retry-base-ms' },
   webhookTimeoutMs: { env: 'ROWHOUSE_WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms' },
+  shutdownTimeoutSeconds: { env: 'ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS', flag: 'shutdown-timeout-seconds' },
+  bodyTimeoutSeconds: { env: 'ROWHOUSE_BODY_TIMEOUT_SECONDS', flag: 'body-timeout-seconds' },
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
 } as const;
 
@@ -141,7 +146,8 @@ export function loadConfig(
     webhookAttempts: integer(label('webhookAttempts'), get('webhookAttempts') ?? '10', 1, 100),
     webhookRetryBaseMs: integer(label('webhookRetryBaseMs'), get('webhookRetryBaseMs') ?? '10000', 1, 86_400_000),
     webhookTimeoutMs: integer(label('webhookTimeoutMs'), get('webhookTimeoutMs') ?? '10000', 1, 600_000),
-    shutdownTimeoutMs: 10_000,
+    shutdownTimeoutMs: integer(label('shutdownTimeoutSeconds'), get('shutdownTimeoutSeconds') ?? '10', 1, 3600) * 1000,
+    bodyTimeoutMs: integer(label('bodyTimeoutSeconds'), get('bodyTimeoutSeconds') ?? '60', 1, 3600) * 1000,
     logLevel,
   };
 }

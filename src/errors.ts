@@ -35,9 +35,13 @@ export const ERROR_CODES = {
   delivery_not_retryable: 409,
   /** A changes feed cursor older than the changes kept: what came after it is gone. */
   changes_gone: 410,
+  /** A request body that stopped arriving (ROWHOUSE_BODY_TIMEOUT_SECONDS), or headers that took too long. */
+  request_timeout: 408,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
+  /** The request line and headers are larger than Node's limit (16 KiB): answered before any route. */
+  header_fields_too_large: 431,
   /** A fault of the service: logged with the request id, never explained to the client. */
   internal: 500,
   /** The database cannot be reached. */
@@ -49,9 +53,11 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
   401: 'unauthorized',
   404: 'not_found',
+  408: 'request_timeout',
   413: 'payload_too_large',
   414: 'uri_too_long',
   415: 'unsupported_media_type',
+  431: 'header_fields_too_large',
   503: 'unavailable',
 };
 

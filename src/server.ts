@@ -8,7 +8,10 @@ import { migrate } from './store/migrations.ts';
 export interface RunningServer {
   app: FastifyInstance;
   database: Database;
-  /** Stops accepting connections, lets requests in flight finish (bounded), closes the database. */
+  /**
+   * Stops accepting connections, answers long polls at once, lets requests in flight finish for up
+   * to config.shutdownTimeoutMs (then closes their connections), closes the database.
+   */
   stop(): Promise<void>;
 }
 
@@ -52,12 +55,19 @@ export async function startServer(config: Config, out: (line: string) => void = 
     const stop = () => {
       stopping ??= (async () => {
         clearInterval(sweeper);
+        // Past the bound, connections still open are closed, answered or not.
         const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownTimeoutMs);
         force.unref();
+        // Answers sent from now on say Connection: close (request-bodies.ts), but one whose headers
+        // went out before (a streaming export) leaves its connection open and idle when it ends:
+        // closed as soon as it is, rather than after the keep-alive timeout.
+        const idle = setInterval(() => app.server.closeIdleConnections(), 200);
+        idle.unref();
         try {
           await app.close();
         } finally {
           clearTimeout(force);
+          clearInterval(idle);
           await database.close();
         }
       })();

@@ -20,7 +20,8 @@ describe('loadConfig', () => {
     assert.equal(c.maxFileBytes, 100 * 1024 * 1024);
     assert.equal(c.uploadTtlSeconds, 86400);
     assert.equal(c.logLevel, 'info');
-    assert.ok(c.shutdownTimeoutMs > 0);
+    assert.equal(c.shutdownTimeoutMs, 10_000);
+    assert.equal(c.bodyTimeoutMs, 60_000);
   });
 
   it('reads every environment variable', () => {
@@ -113,6 +114,15 @@ describe('loadConfig', () => {
     assert.equal(c.storage, `file:${path.join('/flag/data', 'files')}`);
   });
 
+  it('reads the shutdown and body timeouts in seconds, from the environment or flags', () => {
+    const c = loadConfig({ ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '3', ROWHOUSE_BODY_TIMEOUT_SECONDS: '45' }, {}, CWD);
+    assert.equal(c.shutdownTimeoutMs, 3000);
+    assert.equal(c.bodyTimeoutMs, 45_000);
+    const f = loadConfig({ ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '3' }, parseConfigFlags(['--shutdown-timeout-seconds', '20', '--body-timeout-seconds', '1']), CWD);
+    assert.equal(f.shutdownTimeoutMs, 20_000);
+    assert.equal(f.bodyTimeoutMs, 1000);
+  });
+
   it('accepts the boundary values', () => {
     assert.equal(loadConfig({ PORT: '0' }, {}, CWD).port, 0);
     assert.equal(loadConfig({ PORT: '65535' }, {}, CWD).port, 65535);
@@ -138,6 +148,10 @@ describe('loadConfig', () => {
     ['a negative upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '-5' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['a zero upload TTL', { ROWHOUSE_UPLOAD_TTL_SECONDS: '0' }, /ROWHOUSE_UPLOAD_TTL_SECONDS/],
     ['an unknown log level', { ROWHOUSE_LOG_LEVEL: 'loud' }, /ROWHOUSE_LOG_LEVEL/],
+    ['a zero shutdown timeout', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
+    ['a shutdown timeout in milliseconds', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '10s' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
+    ['a zero body timeout', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
+    ['a body timeout over an hour', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '3601' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
   ];
   for (const [what, env, message] of bad) {
     it(`rejects ${what} with a ConfigError naming the variable`, () => {

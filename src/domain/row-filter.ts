@@ -18,8 +18,11 @@ export type RowFilter =
   /** `_contains` on a list: some element equals the scalar value. */
   | { kind: 'has'; target: RowColumn; value: string | number | boolean };
 
-const MAX_DEPTH = 16;
-const MAX_NODES = 500;
+/** How deep `_and`, `_or` and `_not` may nest, and how many conditions (keys of filter objects, fields of `values`) a filter may hold. */
+export const MAX_FILTER_DEPTH = 16;
+export const MAX_FILTER_CONDITIONS = 500;
+const MAX_DEPTH = MAX_FILTER_DEPTH;
+const MAX_NODES = MAX_FILTER_CONDITIONS;
 const PATTERN_OPS: readonly FilterOp[] = ['_contains', '_startsWith', '_endsWith'];
 
 class Parser {
@@ -27,6 +30,15 @@ class Parser {
   private nodes = 0;
 
   constructor(private readonly table: FieldLookup) {}
+
+  /** Counts conditions; past the limit, says so once (for the filter object where it was passed) and false. */
+  private count(n: number, path: string): boolean {
+    if (this.nodes > MAX_NODES) return false;
+    this.nodes += n;
+    if (this.nodes <= MAX_NODES) return true;
+    this.problem(path, `has more than ${MAX_NODES} conditions`);
+    return false;
+  }
 
   private problem(path: string, message: string): null {
     this.details.push({ path, message });
@@ -39,7 +51,8 @@ class Parser {
     const items: RowFilter[] = [];
     for (const [key, v] of Object.entries(value)) {
       const here = `${path}.${key}`;
-      if (++this.nodes > MAX_NODES) return this.problem(path, `has more than ${MAX_NODES} conditions`);
+      // `values` counts as many conditions as the fields it names (below), every other key as one.
+      if (key !== 'values' && !this.count(1, path)) return null;
       let parsed: RowFilter | null = null;
       if (key === '_and' || key === '_or') {
         if (!Array.isArray(v) || v.length === 0) {
@@ -57,7 +70,9 @@ class Parser {
           continue;
         }
         const conds: RowFilter[] = [];
-        for (const [code, cond] of Object.entries(v)) {
+        const codes = Object.entries(v);
+        if (!this.count(Math.max(1, codes.length), path)) return null;
+        for (const [code, cond] of codes) {
           const field = this.table.fieldsByCode.get(code);
           if (!field) this.problem(`${here}.${code}`, 'is not a field of this table');
           else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`));

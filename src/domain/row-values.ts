@@ -4,7 +4,7 @@ import { fieldType } from './field-types/registry.ts';
 import { ROW_ID } from './codes.ts';
 import type { FieldLookup } from './row-columns.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
-import { isObject } from './json.ts';
+import { MAX_VALUE_DEPTH, isObject, tooDeepAt } from './json.ts';
 
 /** Written row values, checked against their fields (CONTRACT §5). */
 
@@ -46,6 +46,11 @@ function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: 
       continue;
     }
     if (field.required) requiredGiven++;
+    // First: every later check walks the value, and a deep one is refused whatever its field's type.
+    if (tooDeepAt(value, MAX_VALUE_DEPTH) !== null) {
+      details.push({ path: `${prefix}.${code}`, message: `nests more than ${MAX_VALUE_DEPTH} levels of arrays and objects` });
+      continue;
+    }
     const bad = unstorableTextAt(value, `${prefix}.${code}`);
     if (bad !== null) {
       details.push({ path: bad, message: UNSTORABLE_TEXT });

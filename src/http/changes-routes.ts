@@ -45,6 +45,16 @@ function feedQuery(query: Record<string, unknown>): FeedQuery {
 }
 
 export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeLog): void {
+  // Long polls waiting now: a shutdown answers them at once (with what there is, often nothing), so
+  // they do not hold it up for up to 30 seconds.
+  const polls = new Set<AbortController>();
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    for (const poll of polls) poll.abort();
+    done();
+  });
+
   app.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes', async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const q = feedQuery(request.query);
@@ -55,18 +65,26 @@ export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeL
     }
     const after = q.after ?? purged;
     let changes = await log.read(db, table.id, after, q.limit);
-    if (changes.length === 0 && q.wait > 0) {
+    if (changes.length === 0 && q.wait > 0 && !closing) {
       // Long poll: woken by a commit of this instance, or by the next look for other instances' commits.
       const deadline = Date.now() + q.wait * 1000;
-      const gone = new AbortController();
-      request.raw.once('close', () => gone.abort());
-      while (changes.length === 0 && Date.now() < deadline && !gone.signal.aborted) {
-        // A timer of its own, not AbortSignal.timeout(): that one does not keep the process waiting.
-        const look = new AbortController();
-        const timer = setTimeout(() => look.abort(), Math.min(POLL_MS, deadline - Date.now()));
-        await waitFor(log, table.id, AbortSignal.any([gone.signal, look.signal]));
-        clearTimeout(timer);
-        changes = await log.read(db, table.id, after, q.limit);
+      // Ends the wait: the client has gone, or the server shuts down.
+      const over = new AbortController();
+      const gone = () => over.abort();
+      request.raw.once('close', gone);
+      polls.add(over);
+      try {
+        while (changes.length === 0 && Date.now() < deadline && !over.signal.aborted) {
+          // A timer of its own, not AbortSignal.timeout(): that one does not keep the process waiting.
+          const look = new AbortController();
+          const timer = setTimeout(() => look.abort(), Math.min(POLL_MS, deadline - Date.now()));
+          await waitFor(log, table.id, AbortSignal.any([over.signal, look.signal]));
+          clearTimeout(timer);
+          changes = await log.read(db, table.id, after, q.limit);
+        }
+      } finally {
+        polls.delete(over);
+        request.raw.off('close', gone);
       }
     }
     const nextCursor = changes.length > 0 ? Number(changes[changes.length - 1].sequence) : after;

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { ROW_ID } from '../domain/codes.ts';
 import { isObject } from '../domain/json.ts';
 import { badRequest } from '../errors.ts';
+import { streamedBody } from './request-bodies.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
 
 /** At most this many upload URLs per call (the specification's limits). */
@@ -11,7 +12,7 @@ const MAX_UPLOAD_URLS = 50;
 type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; Querystring: Record<string, unknown> };
 
 /** The three-step upload and the signed downloads (the seed spec's "File attachment", CONTRACT §8). */
-export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
+export function fileRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes: number): void {
   app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', async (request) => {
     const table = await tableOr404(deps, request.params.table);
     const { rowId } = request.params;
@@ -29,12 +30,14 @@ export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   // The URLs file-upload-url and row reads hand out: signed, so they need no API key (they are not under /api).
   app.register(async (signed) => {
-    // The body of an upload is the file, of any type: passed on as the request stream, never parsed or held.
+    // The body of an upload is the file, of any type: passed on as a stream, never parsed or held.
+    // A stream of its own, not the request: storage destroys it on a 413, and the socket must live on to answer.
     signed.removeAllContentTypeParsers();
-    signed.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    signed.addContentTypeParser('*', (request, payload, done) => done(null, streamedBody(request, payload, maxFileBytes)));
 
     signed.put<FileParams>('/files/:tableId/:rowId/:fileId', async (request) => {
       const length = request.headers['content-length'];
+      // No body at all (no Content-Length, not chunked) reaches no parser: an empty file.
       const body = (request.body as Readable | undefined) ?? request.raw;
       const { size } = await deps.files.receive(request.params, request.query, request.headers['content-type'], body, length === undefined ? undefined : Number(length));
       return { id: request.params.fileId, size };

@@ -6,6 +6,7 @@ import { type FileRow, FileRows } from '../import/file-rows.ts';
 import { IMPORT_ENCODINGS, IMPORT_FORMATS, type ImportEncoding, type ImportFormat, fileProblem, fileRecords } from '../import/read-file.ts';
 import { type ImportOptions, RowImporter } from '../store/row-import.ts';
 import { writeContext } from './auth.ts';
+import { streamedBody } from './request-bodies.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
 
 const IMPORT_PARAMS = ['format', 'encoding', 'mode', 'atomic'];
@@ -41,8 +42,9 @@ export function importRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes:
   const importer = new RowImporter(deps.database, deps.rows);
   app.register(async (files) => {
     // The body is the file, of whatever type the client calls it: read as a stream, never held whole.
+    // A stream of its own, not the request: reading stops on a 413, and the socket must live on to answer.
     files.removeAllContentTypeParsers();
-    files.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    files.addContentTypeParser('*', (request, payload, done) => done(null, streamedBody(request, payload, maxFileBytes)));
 
     files.post<{ Params: { table: string }; Querystring: Record<string, unknown> }>(
       '/api/tables/:table/rows-import',

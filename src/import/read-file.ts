@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { parse as csvParser } from 'csv-parse';
+import { type InfoRecord, parse as csvParser } from 'csv-parse';
 import iconv from 'iconv-lite';
 import { HttpError, badRequest } from '../errors.ts';
 
@@ -99,22 +99,40 @@ const CSV_MESSAGES: Record<string, string> = {
   CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE: 'text after the closing quote of a cell',
 };
 
+/** The lines a record's raw text ends: its LFs (as the text's lines are counted everywhere), and a CRLF ending, which csv-parse shows as its CR alone. */
+const lineBreaks = (raw: string) => newlines(raw) + (raw.endsWith('\r') ? 1 : 0);
+
 /** The records of a CSV or TSV file (RFC 4180 quoting, as exports write it), parsed by csv-parse. */
 async function* delimited(text: AsyncIterable<string>, delimiter: string): AsyncGenerator<FileRecord> {
   const source = Readable.from(text);
-  const parser = source.pipe(csvParser({ delimiter, raw: true, relax_column_count: false }));
+  // Lines are counted as the parser goes, not as records are taken: a parse error destroys the
+  // parser, and with it the records it had made and nobody had taken yet, so the error's line must
+  // not depend on how far the reader had got.
+  let parsedThrough = 1;
+  /** The first line of each record parsed and not yet taken, in order. */
+  const starts: number[] = [];
+  const parser = source.pipe(
+    csvParser({
+      delimiter,
+      raw: true,
+      relax_column_count: false,
+      on_record: (record: string[], context: InfoRecord) => {
+        starts.push(parsedThrough);
+        parsedThrough += lineBreaks(context.raw ?? '');
+        return record;
+      },
+    }),
+  );
   // pipe() does not pass errors on: the text's own (bytes that are not text, too many) end the parse.
   source.once('error', (err) => parser.destroy(err));
-  let line = 1;
   try {
-    for await (const { record, raw } of parser as AsyncIterable<{ record: string[]; raw: string }>) {
-      yield { line, cells: record };
-      line += newlines(raw);
+    for await (const { record } of parser as AsyncIterable<{ record: string[] }>) {
+      yield { line: starts.shift() as number, cells: record };
     }
   } catch (err) {
     if (err instanceof HttpError) throw err;
     const code = (err as { code?: string }).code;
-    if (code && code.startsWith('CSV_')) throw fileProblem(line, CSV_MESSAGES[code] ?? (err as Error).message);
+    if (code && code.startsWith('CSV_')) throw fileProblem(parsedThrough, CSV_MESSAGES[code] ?? (err as Error).message);
     throw err;
   } finally {
     source.destroy();

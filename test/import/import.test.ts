@@ -111,6 +111,9 @@ eachDatabase('rows: import', (kind) => {
       ['a header only', 'title,n\r\n', { format: 'csv' }, /no rows/],
       ['an empty body', '', { format: 'csv' }, /empty/],
       ['a record with too many cells', 'title,n\nx,1,2\n', { format: 'csv' }, /line 2/],
+      // The line of a parse error is where its record starts, whatever the line ends and however far the reading had got.
+      ['a truncated quote, CRLF', 'title,n\r\nok,1\r\n"never closed,2\r\n', { format: 'csv' }, /line 3.*not closed/],
+      ['too many cells after a cell of two lines, CRLF', 'title,n\r\n"two\r\nlines",1\r\nx,1,2\r\n', { format: 'csv' }, /line 4.*number of cells/],
       ['a JSONL line that is not JSON', '{"values":{"title":"x"}}\n{nope\n', { format: 'jsonl' }, /line 2.*not a JSON/],
       ['a JSONL line with an unknown key', '{"values":{},"extra":1}\n', { format: 'jsonl' }, /line 1.*extra/],
       ['a repeated column', 'title,title\nx,y\n', { format: 'csv' }, /twice/],

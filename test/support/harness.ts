@@ -111,6 +111,8 @@ export interface AppOptions {
   onQuery?: (sql: string) => void;
   /** The webhook worker's longest sleep between looks at the queue (buildApp's webhookPollMs). */
   webhookPollMs?: number;
+  /** The service's log, at ROWHOUSE_LOG_LEVEL (default info), goes here; without it the app logs nothing. */
+  logStream?: NodeJS.WritableStream;
 }
 
 /** The real app over a scratch database, driven through Fastify's inject. */
@@ -126,7 +128,13 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}, o
   const database = await openDatabase(config.databaseUrl, { onQuery: options.onQuery });
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
-  const app = await buildApp({ config, database, secret: boot.secret, logger: false, webhookPollMs: options.webhookPollMs });
+  const app = await buildApp({
+    config,
+    database,
+    secret: boot.secret,
+    ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
+    webhookPollMs: options.webhookPollMs,
+  });
 
   const request: TestApp['request'] = async (method, url, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
