@@ -143,7 +143,7 @@ eachDatabase('planner statistics count committed writes only', (kind) => {
     // The last row repeats the first id: nothing is written.
     const failed = await imported(csv('r0,1'));
     assert.equal(failed.status, 400, failed.text);
-    assert.deepEqual(noted, []);
+    assert.equal(noted.length, 0, JSON.stringify(noted));
     assert.equal((await imported(csv('r3000,1'))).status, 200);
     assert.deepEqual(noted.map(([, n]) => n), [3001]);
     assert.equal((await t.patch('/api/tables/counted/rows/r1', { values: { n: 5 } })).status, 200);
