@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import pg from 'pg';
+import { physicalTable } from '../../src/store/user-tables.ts';
+import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
 /**
  * Issue 17 (reliability), concurrency: 64 clients write overlapping rows at once through a real
@@ -19,6 +21,10 @@ import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harne
  *
  * One app instance only (two SQLite instances in one process would deadlock), over HTTP with
  * keep-alive connections (fetch).
+ *
+ * A second test makes the race the storm found on PostgreSQL happen for certain: requests that
+ * looked the table up before a PUT removed a field, and whose statements run after it, answer as
+ * if they came after it (planned again: rows-routes.ts withTable), not 409 schema_changed.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -359,5 +365,58 @@ eachDatabase('reliability: 64 concurrent clients, field changes in between', (ki
     assert.ok(counts.fieldRefusals > 0 && counts.fieldWrites > 0, `writes naming v: ${counts.fieldWrites} acknowledged, ${counts.fieldRefusals} refused; both should happen`);
     assert.ok(counts.reads >= READERS, `only ${counts.reads} reads ran during the storm`);
     console.log(`[${kind}] ${JSON.stringify(counts)}`);
+  });
+  it('requests waiting while a PUT removes a field answer as if they came after it, not 409 (PostgreSQL)', { skip: kind !== 'postgres' && 'SQLite in one process: a PUT runs whole before another request is handled' }, async () => {
+    const made = await call('POST', '/api/tables', { code: 'cz', name: 'cz', fields: [{ code: 'a', type: 'number' }, { code: 'b', type: 'number' }] });
+    assert.equal(made.status, 201, made.text);
+    const [a] = made.body.fields;
+    assert.equal((await call('POST', '/api/tables/cz/rows', { id: 'r1', values: { a: 1, b: 1 } })).status, 201);
+    // Every route below knows the table with both fields (memo warm, statements prepared).
+    assert.equal((await call('GET', '/api/tables/cz/rows/r1')).status, 200);
+    assert.equal((await call('PATCH', '/api/tables/cz/rows/r1', { values: { a: 1 } })).status, 200);
+
+    // The rows table is locked from outside: the PUT waits at its DROP COLUMN, and the requests
+    // sent after it wait behind it, with the definition that still has b.
+    const physical = physicalTable(made.body.id);
+    const locker = new pg.Client({ connectionString: t.scratch.url });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query(`lock table ${physical} in access exclusive mode`);
+      const waiting = async (n: number) => {
+        for (let i = 0; i < 400; i++) {
+          const { rows } = await locker.query('select count(*)::int as n from pg_locks where relation = $1::regclass and not granted', [physical]);
+          if (rows[0].n >= n) return;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        assert.fail(`fewer than ${n} requests came to wait for ${physical}`);
+      };
+      const put = call('PUT', '/api/tables/cz', { fields: [{ id: a.id }] });
+      await waiting(1);
+      const sent = [
+        call('PATCH', '/api/tables/cz/rows/r1', { values: { a: 2 } }),
+        call('GET', '/api/tables/cz/rows/r1'),
+        call('GET', '/api/tables/cz/rows'),
+        call('POST', '/api/tables/cz/rows-bulk', { data: [{ id: 'r2', values: { a: 3 } }] }),
+        call('POST', '/api/rows-batch', { operations: [{ type: 'update', tableId: 'cz', id: 'r1', values: { a: 4 } }] }),
+        call('PATCH', '/api/tables/cz/rows/r1', { values: { b: 2 } }),
+      ];
+      await waiting(1 + sent.length);
+      await locker.query('commit');
+      assert.equal((await put).status, 200);
+      const [patched, got, listed, bulk, batch, naming] = await Promise.all(sent);
+      for (const r of [patched, got, listed, bulk, batch]) assert.equal(r.status, r === bulk ? 201 : 200, r.text);
+      // Answered with the table as it is now: no b.
+      assert.deepEqual(Object.keys(patched.body.values), ['a']);
+      assert.deepEqual(Object.keys(got.body.values), ['a']);
+      for (const row of listed.body.data) assert.deepEqual(Object.keys(row.values), ['a']);
+      assert.deepEqual(bulk.body.data[0].values, { a: 3 });
+      assert.deepEqual(Object.keys(batch.body.data[0].row.values), ['a']);
+      // The write naming b is refused as any write naming an unknown field.
+      const refused = expectError({ ...naming, headers: {} }, 400);
+      assert.match(JSON.stringify(refused), /values\.b/);
+    } finally {
+      await locker.end();
+    }
   });
 });
