@@ -3,7 +3,7 @@ import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulk
 import { JSON_TYPE, batchJson, recordsJson } from '../render/row-json.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
-import { type RowsDeps, linksFor, tableOr404 } from './rows-routes.ts';
+import { type RowsDeps, SCHEMA_RUNS, linksFor, schemaChanged, withTable } from './rows-routes.ts';
 
 type TableParams = { Params: { table: string } };
 
@@ -12,28 +12,42 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
   const path = '/api/tables/:table/rows-bulk';
 
   app.post<TableParams>(path, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const { status, data } = await writer.bulkCreate(table, parseBulkCreate(request.body, table), writeContext(request));
+    const ctx = writeContext(request);
+    const { table, status, data } = await withTable(deps, request.params.table, async (table) => ({
+      table,
+      ...(await writer.bulkCreate(table, parseBulkCreate(request.body, table), ctx)),
+    }));
     const links = await linksFor(deps, data.map((row) => ({ table, row })));
     return reply.status(status).type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect, links)}}`);
   });
 
   app.patch<TableParams>(path, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const data = await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), writeContext(request));
+    const ctx = writeContext(request);
+    const { table, data } = await withTable(deps, request.params.table, async (table) => ({
+      table,
+      data: await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), ctx),
+    }));
     const links = await linksFor(deps, data.map((row) => ({ table, row })));
     return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect, links)}}`);
   });
 
   app.delete<TableParams>(path, async (request) => {
-    const table = await tableOr404(deps, request.params.table);
     const ctx = writeContext(request);
-    return { data: await writer.bulkDelete(table, parseBulkDelete(request.body), ctx) };
+    return { data: await withTable(deps, request.params.table, (table) => writer.bulkDelete(table, parseBulkDelete(request.body), ctx)) };
   });
 
   app.post('/api/rows-batch', async (request, reply) => {
-    const operations = parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body)));
-    const results = await writer.batch(operations, writeContext(request));
-    return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps, results)));
+    const ctx = writeContext(request);
+    // As withTable, for every table of the batch: planned again against the tables as they are now
+    // when a field of one was removed while it ran.
+    for (let run = 1; ; run++) {
+      const operations = parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), run > 1));
+      try {
+        const results = await writer.batch(operations, ctx);
+        return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps, results)));
+      } catch (err) {
+        if (run >= SCHEMA_RUNS || !schemaChanged(deps, err)) throw err;
+      }
+    }
   });
 }

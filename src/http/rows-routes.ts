@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { signCursor } from '../domain/cursor.ts';
 import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
 import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
-import { notFound } from '../errors.ts';
+import { HttpError, notFound } from '../errors.ts';
 import { type Database, type Db, inTransaction } from '../store/database.ts';
 import type { FileLinks } from '../domain/field-types/file.ts';
 import type { Files } from '../files/files.ts';
@@ -33,6 +33,37 @@ export function singleWrite<T>(deps: RowsDeps, table: TableDef, oneStatement: bo
   return oneStatement && !deps.rows.needsTransaction(table) ? work(deps.database.db) : inTransaction(deps.database, work);
 }
 
+/** Runs of a request whose table's fields changed under it, before its 409 goes out. */
+export const SCHEMA_RUNS = 3;
+
+/**
+ * Whether a request failed because the table's fields changed while it ran: a column its
+ * statements name was dropped (the database refuses the statement, so nothing of it was written).
+ */
+export function schemaChanged(deps: RowsDeps, err: unknown): boolean {
+  return err instanceof HttpError ? err.code === 'schema_changed' : deps.database.dialect.isSchemaChanged(err);
+}
+
+/**
+ * Runs a rows request planned against the table's definition (`work` parses the body against it,
+ * and reads or writes). A field removed by a PUT committed meanwhile makes the database refuse the
+ * statements of the old definition, whichever fields the request names: the request is then
+ * planned again against the definition as it is now and run again (a write naming the removed
+ * field then answers 400 like any unknown field). Only a table changing again and again answers
+ * the 409 schema_changed.
+ */
+export async function withTable<T>(deps: RowsDeps, ref: string, work: (table: TableDef) => Promise<T>): Promise<T> {
+  for (let run = 1; ; run++) {
+    const table = run === 1 ? await tableOr404(deps, ref) : await deps.catalog.findFresh(deps.database.db, ref);
+    if (!table) throw notFound(`table ${ref} not found`);
+    try {
+      return await work(table);
+    } catch (err) {
+      if (run >= SCHEMA_RUNS || !schemaChanged(deps, err)) throw err;
+    }
+  }
+}
+
 type TableParams = { Params: { table: string } };
 type RowParams = { Params: { table: string; rowId: string } };
 
@@ -49,11 +80,12 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
   const base = '/api/tables/:table/rows';
 
   app.get<TableParams>(base, async (request, reply: FastifyReply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
-    const { filter, keys } = q.selection;
-    const text = JSON.stringify([q.selection.filterText ?? null, q.selection.sortText ?? null]);
-    const page = await rows.page(database.db, table, { filter, keys, after: q.after, limit: q.pageSize, text });
+    const { table, q, page } = await withTable(deps, request.params.table, async (table) => {
+      const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
+      const { filter, keys } = q.selection;
+      const text = JSON.stringify([q.selection.filterText ?? null, q.selection.sortText ?? null]);
+      return { table, q, page: await rows.page(database.db, table, { filter, keys, after: q.after, limit: q.pageSize, text }) };
+    });
     let nextUrl: string | null = null;
     if (page.next) {
       nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(request.params.table)}/rows?${nextPageQuery(q, signCursor(deps.secret, q.binding, page.next))}`;
@@ -64,40 +96,43 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
   });
 
   app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const raw = await rows.get(database.db, table, request.params.rowId);
+    const { table, raw } = await withTable(deps, request.params.table, async (table) => ({ table, raw: await rows.get(database.db, table, request.params.rowId) }));
     if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return reply.type(JSON_TYPE).send(recordJson(table, raw, database.dialect, await linksFor(deps, [{ table, row: raw }])));
   });
 
   app.post<TableParams>(base, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const input = parseRowCreate(request.body, table);
     const ctx = writeContext(request);
-    // An upsert in steps reads, then writes: one transaction, so no other writer comes between.
-    const result = await singleWrite(deps, table, rows.createIsOneStatement(input), (db) => rows.create(db, table, input, ctx));
+    const { table, result } = await withTable(deps, request.params.table, async (table) => {
+      const input = parseRowCreate(request.body, table);
+      // An upsert in steps reads, then writes: one transaction, so no other writer comes between.
+      return { table, result: await singleWrite(deps, table, rows.createIsOneStatement(input), (db) => rows.create(db, table, input, ctx)) };
+    });
     const links = await linksFor(deps, [{ table, row: result.row }]);
     return reply.status(result.created ? 201 : 200).type(JSON_TYPE).send(recordJson(table, result.row, database.dialect, links));
   });
 
   app.patch<RowParams>(`${base}/:rowId`, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const input = parseRowPatch(request.body, table);
     const ctx = writeContext(request);
-    const row = await singleWrite(deps, table, true, async (db) => {
-      const updated = await rows.update(db, table, request.params.rowId, input.values, ctx);
-      if (!updated) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-      return updated;
+    const { table, row } = await withTable(deps, request.params.table, async (table) => {
+      const input = parseRowPatch(request.body, table);
+      const row = await singleWrite(deps, table, true, async (db) => {
+        const updated = await rows.update(db, table, request.params.rowId, input.values, ctx);
+        if (!updated) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+        return updated;
+      });
+      return { table, row };
     });
     return reply.type(JSON_TYPE).send(recordJson(table, row, database.dialect, await linksFor(deps, [{ table, row }])));
   });
 
   app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
     const ctx = writeContext(request);
-    await singleWrite(deps, table, true, async (db) => {
-      if (!(await rows.delete(db, table, request.params.rowId, ctx))) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    });
+    await withTable(deps, request.params.table, (table) =>
+      singleWrite(deps, table, true, async (db) => {
+        if (!(await rows.delete(db, table, request.params.rowId, ctx))) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
+      }),
+    );
     return reply.status(204).send();
   });
 }

@@ -112,11 +112,14 @@ export class RowWriter {
     return lockIds(tx, table.physical, ids.filter((id) => ROW_ID.test(id)));
   }
 
-  /** The tables a batch names, looked up before it is parsed against them (unknown ones are left out). */
-  async batchTables(refs: Iterable<string>): Promise<Map<string, TableDef>> {
+  /**
+   * The tables a batch names, looked up before it is parsed against them (unknown ones are left
+   * out); `fresh`: as the database holds them now, past the memo (TableCatalog.findFresh).
+   */
+  async batchTables(refs: Iterable<string>, fresh = false): Promise<Map<string, TableDef>> {
     const tables = new Map<string, TableDef>();
     for (const ref of refs) {
-      const table = await this.catalog.find(this.database.db, ref);
+      const table = await (fresh ? this.catalog.findFresh(this.database.db, ref) : this.catalog.find(this.database.db, ref));
       if (table) tables.set(ref, table);
     }
     return tables;

@@ -65,6 +65,14 @@ export class TableCatalog {
     return this.memo.peek(db, idOrCode) ?? this.findLoading(db, idOrCode);
   }
 
+  /**
+   * The table as the database holds it now, past the memo: for a request to plan again once its
+   * table changed under it (another instance's change may not have reached the memo yet).
+   */
+  async findFresh(db: MetaDb, idOrCode: string): Promise<TableDef | undefined> {
+    return isTableRef(idOrCode) ? this.lookup(db, idOrCode) : undefined;
+  }
+
   private async findLoading(db: MetaDb, idOrCode: string): Promise<TableDef | undefined> {
     // What can be neither an id nor a code names no table; PostgreSQL must not see it (U+0000 fails there).
     if (!isTableRef(idOrCode)) return undefined;
