@@ -63,19 +63,29 @@ const requests: Req[] = [
         ],
       }),
   },
-  { method: 'GET', path: () => `/api/tables/bench/rows-export?format=csv&encoding=utf8&filter=${q({ values: { amount: { _gt: 9_950 } } })}` },
+  { method: 'GET', path: () => `/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf&filter=${q({ values: { amount: { _gt: 9_950 } } })}` },
 ];
 
 const samples: number[] = [];
+/** Non-2xx answers by request kind, with the first one's body. */
+const refused = new Map<string, { n: number; body: string }>();
 const timer = setInterval(() => samples.push(memory(pid).rss), 1000);
 const result = await autocannon({
   url: service.url,
   connections: 10,
   duration: SECONDS,
-  requests: requests.map((r) => ({
+  requests: requests.map((r, i) => ({
     method: r.method,
     headers: { 'content-type': 'application/json', 'x-api-key': BENCH_KEY },
     setupRequest: (req: autocannon.Request) => ({ ...req, path: r.path(), ...(r.body ? { body: r.body() } : {}) }),
+    onResponse: (status: number, body: string) => {
+      if (status < 200 || status > 299) {
+        const key = `${r.method} ${requests[i].path().split('?')[0]} → ${status}`;
+        const seen = refused.get(key) ?? { n: 0, body };
+        seen.n++;
+        refused.set(key, seen);
+      }
+    },
   })),
 });
 clearInterval(timer);
@@ -92,6 +102,7 @@ const drift = end - after;
 const failures = result.errors + result.non2xx + result.timeouts;
 console.log(`\n${postgres ? 'PostgreSQL' : 'SQLite'}: ${SECONDS} s of mixed traffic (${requests.length} kinds of request in turn) on 10 connections, ${N} rows loaded first\n`);
 console.log(`requests ${result.requests.total} (${result.requests.average.toFixed(0)}/s); errors ${result.errors}, timeouts ${result.timeouts}, non-2xx ${result.non2xx}`);
+for (const [what, { n, body }] of refused) console.log(`  ${n} × ${what}: ${body.slice(0, 200)}`);
 console.log(`latency ms: p50 ${result.latency.p50}, p99 ${result.latency.p99}, max ${result.latency.max}`);
 console.log(`RSS MiB: start ${samples[0]?.toFixed(1)}, after warm-up ${after.toFixed(1)}, end ${end.toFixed(1)}, peak ${Math.max(...samples).toFixed(1)}; drift ${drift.toFixed(1)} (${samples.length} samples)`);
 const budgets: [string, boolean][] = [
