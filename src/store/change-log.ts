@@ -95,14 +95,12 @@ function insertedStatement(table: TableDef): string {
 }
 
 /**
- * PostgreSQL: a write (`write`, returning every column of the rows it wrote; $1… its own
- * parameters) and its entries in one statement. A WITH raises the counter by the rows written
- * (not at all when there are none), holding its lock until the transaction commits, and numbers
- * the entries in the order the rows were written. Binds after the write's own: table id,
- * occurredAt, member id, and for an update or upsert the changed fields. `many`: the write may
- * write several rows (a multi-row insert); the statement then answers their number, not the rows.
+ * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote; $1… its own
+ * parameters) and its entry in one statement. A WITH raises the counter only when the write
+ * returned its row, holding its lock until the statement commits. Binds after the write's own:
+ * table id, occurredAt, member id, and for an update or upsert the changed fields.
  */
-function withEntries(write: string, params: number, what: LoneWrite, table: TableDef, many: boolean): string {
+function withEntry(write: string, params: number, what: LoneWrite, table: TableDef): string {
   const [id, at, member, fields] = [1, 2, 3, 4].map((k) => `$${params + k}`);
   const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
@@ -111,23 +109,16 @@ function withEntries(write: string, params: number, what: LoneWrite, table: Tabl
   const counter = `insert into rh_change_counters ("tableId", "last", "purgedThrough")`;
   const raise = `on conflict ("tableId") do update set "last" = rh_change_counters."last" + excluded."last" returning "last"`;
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
-  if (!many) {
-    return `with w as (${write}),
-      c as (${counter} select ${id}::text, 1, 0 from w ${raise}),
-      e as (${entries} select ${id}::text, c."last", ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
-      select * from w`;
-  }
-  return `with written as (${write}),
-    w as (select written.*, row_number() over () as k, count(*) over () as n from written),
-    c as (${counter} select ${id}::text, count(*), 0 from written having count(*) > 0 ${raise}),
-    e as (${entries} select ${id}::text, c."last" - w.n + w.k, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
-    select count(*) as written from written`;
+  return `with w as (${write}),
+    c as (${counter} select ${id}::text, 1, 0 from w ${raise}),
+    e as (${entries} select ${id}::text, c."last", ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
+    select * from w`;
 }
 
 export class ChangeLog {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
   private readonly statements = new Map<string, string>();
-  /** Each table version's statements that write entries from its rows (withEntries, insertedStatement), by key. */
+  /** Each table version's statements that write entries from its rows (withEntry, insertedStatement), by key. */
   private readonly entryStatements = new WeakMap<TableDef, Map<string, string>>();
   /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
   readonly committed = new EventEmitter();
@@ -152,7 +143,7 @@ export class ChangeLog {
     if (db.isTransaction) throw new Error('ChangeLog.writeAlone: a write outside any transaction');
     let rows: RawRow[];
     if (this.dialect.writingWith) {
-      rows = (await db.executeQuery<RawRow>(this.withEntries(table, ctx, write, what, false))).rows;
+      rows = (await db.executeQuery<RawRow>(this.withEntry(table, ctx, write, what))).rows;
     } else {
       const { writeNow } = this.database;
       if (!writeNow) throw new Error('ChangeLog.writeAlone: the database can neither write with WITH nor write at once');
@@ -164,24 +155,6 @@ export class ChangeLog {
     }
     if (rows.length > 0) this.committed.emit('table', table.id);
     return rows;
-  }
-
-  /**
-   * PostgreSQL, in the transaction `tx`: rows inserted by `insert` (a multi-row insert returning
-   * every column) with their create entries, in one statement; the entries are rendered by the
-   * database, not sent to it. The transaction's entries of the table noted before are written
-   * first, so numbers follow the order of the writes. Answers the number of rows written.
-   */
-  async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, insert: CompiledQuery): Promise<number> {
-    if (!this.dialect.writingWith) throw new Error('ChangeLog.insertWithEntries: PostgreSQL only');
-    const pending = this.pendingOf(tx, table, ctx);
-    if (pending.changes.length > 0) {
-      const earlier = pending.changes;
-      pending.changes = [];
-      await this.writeTable(tx, { ...pending, changes: earlier });
-    }
-    const [{ written }] = (await tx.executeQuery<{ written: number }>(this.withEntries(table, ctx, insert, { type: 'create' }, true))).rows;
-    return Number(written);
   }
 
   /**
@@ -204,12 +177,11 @@ export class ChangeLog {
     runNow(text, [table.id, Number(sequence) - n + 1 - first, ctx.now, ctx.memberId, first, last]);
   }
 
-  /** PostgreSQL: `write` wrapped to write its entries too (withEntries), the statement's text made once per table version. */
-  private withEntries(table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite, many: boolean): CompiledQuery {
-    const text = this.tableStatement(table, `${what.type}\u0000${many}\u0000${write.sql}`, () => {
-      const made = withEntries(write.sql, write.parameters.length, what, table, many);
-      // Single-row writes, by id: prepared (Database.prepare).
-      if (!many) this.database.prepare?.(made);
+  /** PostgreSQL: `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
+  private withEntry(table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite): CompiledQuery {
+    const text = this.tableStatement(table, `${what.type}\u0000${write.sql}`, () => {
+      const made = withEntry(write.sql, write.parameters.length, what, table);
+      this.database.prepare?.(made);
       return made;
     });
     const params = [...write.parameters, table.id, ctx.now, ctx.memberId];

@@ -353,15 +353,12 @@ export class RowStore {
       }
     }
     const rows = items.map(({ id, values }) => this.newRow(table, id, values, ctx));
-    // On PostgreSQL with the change log, each statement writes its rows' entries too (ChangeLog.insertWithEntries).
-    const withEntries = this.changes !== undefined && this.dialect.writingWith;
-    /** Whether the entries are written (by the database, from the rows written). */
-    let logged = withEntries;
+    /** Whether the entries are written (by the database, from the rows written: SQLite). */
+    let logged = false;
     const statement = (n: number) =>
-      this.template(db, table, `insert-many:${n}`, (d, arg) => {
-        const q = d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)]))));
-        return withEntries ? q.returning(columns) : q;
-      });
+      this.template(db, table, `insert-many:${n}`, (d, arg) =>
+        d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+      );
     /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
     const failure = (err: unknown, from: number, k: number) =>
       k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
@@ -385,9 +382,7 @@ export class RowStore {
       for (let i = 0; i < rows.length; i += perStatement) {
         const chunk = rows.slice(i, i + perStatement);
         try {
-          const insert = statement(chunk.length);
-          if (withEntries) await this.changes?.insertWithEntries(db, table, ctx, insert.with(chunk.flat()));
-          else await insert.run(db, chunk.flat());
+          await statement(chunk.length).run(db, chunk.flat());
         } catch (err) {
           throw failure(err, i, duplicateRow(err, this.dialect, items.slice(i, i + chunk.length).map((x) => x.id)));
         }
