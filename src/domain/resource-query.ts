@@ -197,7 +197,9 @@ function parseRelations(value: unknown, attrs: QueryableAttrs, details: ErrorDet
   value.forEach((name, i) => {
     if (typeof name !== 'string' || !attrs.relations.includes(name)) {
       const known = attrs.relations.length > 0 ? `known relations are ${attrs.relations.join(', ')}` : 'this resource has no relations';
-      details.push({ path: `relations[${i}]`, message: `unknown relation ${JSON.stringify(name)}; ${known}` });
+      // Only a string is quoted: another value may nest deeper than JSON.stringify can go.
+      const given = typeof name === 'string' ? JSON.stringify(name) : `(a ${Array.isArray(name) ? 'list' : name === null ? 'null' : typeof name})`;
+      details.push({ path: `relations[${i}]`, message: `unknown relation ${given}; ${known}` });
     } else if (!names.includes(name)) names.push(name);
   });
   return names;

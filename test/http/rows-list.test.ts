@@ -707,6 +707,14 @@ eachDatabase('rows: list', (kind) => {
         assert.equal((await t.get(url, { query: { sort: keys.slice(0, 8) } })).status, 200);
       });
 
+      it('a comparison value nested deeper than the stack goes is a 400, not a 500 (issue 17)', async () => {
+        const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+        for (const [code, op] of [['tags', '_contains'], ['name', '_eq'], ['n', '_gt']]) {
+          const r = await t.get(`${url}?filter=${encodeURIComponent(`{"values":{"${code}":{"${op}":${deep}}}}`)}`);
+          assert.match(String(expectError(r, 400).message), new RegExp(`filter\\.values\\.${code}\\.${op}`));
+        }
+      });
+
       it('every filter problem is reported at once', async () => {
         const filter = { values: { nope: { _eq: 1 }, n: { _eq: 'x', _bad: 1 }, flag: { _gt: true } }, ghost: {}, _or: [{ values: { day: { _eq: '2023-02-29' } } }] };
         const body = await bad({ filter }, [/nope/, /_bad/, /ghost/, /2023|day/]);
