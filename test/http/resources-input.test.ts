@@ -170,6 +170,23 @@ eachDatabase('resources: bad input', (kind) => {
       expect400(await t.get(url, { query: { relations: '[' } }), 'relations', 'broken relations');
     });
 
+    it('a filter too large is one 400, however large (issue 17: an or of 5,000 answered 500 on SQLite)', async () => {
+      const url = '/api/environment-variables';
+      for (const filter of [{ or: Array(5000).fill({ name: { eq: 'x' } }) }, { and: Array(100_000).fill({}) }]) {
+        const body = expect400(await t.get(url, { query: { filter } }), 'more than 500 parts', 'a large filter');
+        assert.equal((body.details as unknown[]).length, 1, 'one problem, not one per part');
+      }
+      // Unknown operators and fields are parts too: their problems stop at the limit.
+      for (const filter of [{ name: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`op${i}`, 'x'])) }, { or: Array(5000).fill({ nope: { eq: 1 } }) }]) {
+        const body = expect400(await t.get(url, { query: { filter } }), 'more than 500 parts', 'a large filter');
+        assert.ok((body.details as unknown[]).length <= 501, `${(body.details as unknown[]).length} problems`);
+      }
+      const lists = (n: number) => ({ or: Array(n).fill({ name: { in: Array(1000).fill('x') } }) });
+      expect400(await t.get(url, { query: { filter: lists(11) } }), 'more than 10000 values', 'in lists');
+      expectStatus(await t.get(url, { query: { filter: lists(10) } }), 200);
+      expectStatus(await t.get(url, { query: { filter: { or: Array(165).fill({ name: { eq: 'x' } }) } } }), 200);
+    });
+
     it('values nested deeper than the stack goes are a 400, not a 500 (issue 17)', async () => {
       const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
       const raw = (query: string) => t.get(`/api/environment-variables?${query}`);
