@@ -52,6 +52,31 @@ export interface QueryableAttrs {
 export const MAX_PAGE_LIMIT = 1000;
 export const DEFAULT_PAGE_LIMIT = 50;
 const MAX_FILTER_DEPTH = 16;
+/**
+ * A filter's parts in all (each filter object, each operator, each unknown attribute) and the values
+ * of its `in` and `notIn` lists in all: the SQL grows with them (SQLite takes an expression at most
+ * 1000 terms deep and 32,766 parameters).
+ */
+export const MAX_FILTER_PARTS = 500;
+export const MAX_FILTER_LIST_VALUES = 10_000;
+
+/** How much of a filter has been read: past a limit, that is reported once and nothing more is read. */
+interface FilterBudget {
+  parts: number;
+  listValues: number;
+  exceeded: boolean;
+}
+
+function spend(budget: FilterBudget, parts: number, listValues: number, details: ErrorDetail[]): boolean {
+  if (budget.exceeded) return false;
+  budget.parts += parts;
+  budget.listValues += listValues;
+  if (budget.parts > MAX_FILTER_PARTS) details.push({ path: 'filter', message: `has more than ${MAX_FILTER_PARTS} parts (filters, operators and unknown fields)` });
+  else if (budget.listValues > MAX_FILTER_LIST_VALUES) details.push({ path: 'filter', message: `has more than ${MAX_FILTER_LIST_VALUES} values in its in and notIn lists` });
+  else return true;
+  budget.exceeded = true;
+  return false;
+}
 
 /** The type of a queryable attribute; own keys only, so `constructor` or `__proto__` is unknown, not Object's. */
 const typeOf = (attrs: QueryableAttrs, name: string): AttrType | undefined =>
@@ -127,7 +152,8 @@ function comparisonValue(type: AttrType, op: ResourceOp, value: unknown, path: s
   return value;
 }
 
-function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth: number, details: ErrorDetail[]): ResourceFilter | null {
+function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth: number, details: ErrorDetail[], budget: FilterBudget): ResourceFilter | null {
+  if (!spend(budget, 1, 0, details)) return null;
   if (!isObject(value)) {
     details.push({ path, message: 'must be an object' });
     return null;
@@ -144,13 +170,14 @@ function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth:
         details.push({ path: here, message: 'must be a non-empty array of filters' });
         continue;
       }
-      const subs = cond.map((c, i) => parseFilter(c, attrs, `${here}[${i}]`, depth + 1, details));
+      const subs = cond.map((c, i) => parseFilter(c, attrs, `${here}[${i}]`, depth + 1, details, budget));
       items.push({ kind: key, items: subs.filter((s): s is ResourceFilter => s !== null) });
       continue;
     }
+    if (budget.exceeded) return null;
     const type = typeOf(attrs, key);
     if (type === undefined) {
-      details.push({ path: here, message: `unknown field; known fields are ${Object.keys(attrs.types).join(', ')}` });
+      if (spend(budget, 1, 0, details)) details.push({ path: here, message: `unknown field; known fields are ${Object.keys(attrs.types).join(', ')}` });
       continue;
     }
     if (!isObject(cond) || Object.keys(cond).length === 0) {
@@ -158,6 +185,7 @@ function parseFilter(value: unknown, attrs: QueryableAttrs, path: string, depth:
       continue;
     }
     for (const [op, v] of Object.entries(cond)) {
+      if (!spend(budget, 1, (op === 'in' || op === 'notIn') && Array.isArray(v) ? v.length : 0, details)) return null;
       if (!(RESOURCE_OPS as readonly string[]).includes(op)) {
         details.push({ path: `${here}.${op}`, message: `unknown operator; use one of ${RESOURCE_OPS.join(', ')}` });
       } else if (!OPS_BY_TYPE[type].includes(op as ResourceOp)) {
@@ -197,7 +225,9 @@ function parseRelations(value: unknown, attrs: QueryableAttrs, details: ErrorDet
   value.forEach((name, i) => {
     if (typeof name !== 'string' || !attrs.relations.includes(name)) {
       const known = attrs.relations.length > 0 ? `known relations are ${attrs.relations.join(', ')}` : 'this resource has no relations';
-      details.push({ path: `relations[${i}]`, message: `unknown relation ${JSON.stringify(name)}; ${known}` });
+      // Only a string is quoted: another value may nest deeper than JSON.stringify can go.
+      const given = typeof name === 'string' ? JSON.stringify(name) : `(a ${Array.isArray(name) ? 'list' : name === null ? 'null' : typeof name})`;
+      details.push({ path: `relations[${i}]`, message: `unknown relation ${given}; ${known}` });
     } else if (!names.includes(name)) names.push(name);
   });
   return names;
@@ -211,7 +241,8 @@ export function parseResourceListQuery(query: Record<string, unknown>, attrs: Qu
   const params = readQuery(query, LIST_PARAMS, details);
   const paging = parsePaging(jsonParam('paging', params.paging, details), details);
   const rawFilter = jsonParam('filter', params.filter, details);
-  const filter = rawFilter === undefined ? null : parseFilter(rawFilter, attrs, 'filter', 0, details);
+  const budget = { parts: 0, listValues: 0, exceeded: false };
+  const filter = rawFilter === undefined ? null : parseFilter(rawFilter, attrs, 'filter', 0, details, budget);
   const sorting = parseSorting(jsonParam('sorting', params.sorting, details), attrs, details);
   const relations = parseRelations(jsonParam('relations', params.relations, details), attrs, details);
   if (details.length > 0) throw invalid(details, 'Invalid list query');

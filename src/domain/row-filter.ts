@@ -18,41 +18,46 @@ export type RowFilter =
   /** `_contains` on a list: some element equals the scalar value. */
   | { kind: 'has'; target: RowColumn; value: string | number | boolean };
 
-/** How deep `_and`, `_or` and `_not` may nest, and how many conditions (keys of filter objects, fields of `values`) a filter may hold. */
-export const MAX_FILTER_DEPTH = 16;
-export const MAX_FILTER_CONDITIONS = 500;
-const MAX_DEPTH = MAX_FILTER_DEPTH;
-const MAX_NODES = MAX_FILTER_CONDITIONS;
+const MAX_DEPTH = 16;
+/**
+ * Parts in all: each filter (an object of `_and`, `_or` or `_not`, empty ones included), each
+ * operator of a condition, and each unknown key or field. The SQL grows with them, and SQLite
+ * refuses an expression more than 1000 terms deep: an `_or` of 1000 filters.
+ */
+const MAX_NODES = 500;
 const PATTERN_OPS: readonly FilterOp[] = ['_contains', '_startsWith', '_endsWith'];
 
 class Parser {
   readonly details: ErrorDetail[] = [];
   private nodes = 0;
+  /** Set once the filter has more than MAX_NODES parts: reported once, and nothing more is read. */
+  private tooLarge = false;
 
   constructor(private readonly table: FieldLookup) {}
-
-  /** Counts conditions; past the limit, says so once (for the filter object where it was passed) and false. */
-  private count(n: number, path: string): boolean {
-    if (this.nodes > MAX_NODES) return false;
-    this.nodes += n;
-    if (this.nodes <= MAX_NODES) return true;
-    this.problem(path, `has more than ${MAX_NODES} conditions`);
-    return false;
-  }
 
   private problem(path: string, message: string): null {
     this.details.push({ path, message });
     return null;
   }
 
+  /** Counts one more part; false (the problem reported once) past the limit. */
+  private count(path: string): boolean {
+    if (this.tooLarge) return false;
+    if (++this.nodes <= MAX_NODES) return true;
+    this.tooLarge = true;
+    this.problem(path, `has more than ${MAX_NODES} parts (filters and operators)`);
+    return false;
+  }
+
   filter(value: unknown, path: string, depth: number): RowFilter | null {
+    // Every filter counts, empty or not an object: `{"_and": [{}, {}, …]}` grows the SQL (or the problems) as conditions do.
+    if (!this.count(path)) return null;
     if (!isObject(value)) return this.problem(path, 'must be an object');
     if (depth > MAX_DEPTH) return this.problem(path, `is nested more than ${MAX_DEPTH} levels deep`);
     const items: RowFilter[] = [];
     for (const [key, v] of Object.entries(value)) {
       const here = `${path}.${key}`;
-      // `values` counts as many conditions as the fields it names (below), every other key as one.
-      if (key !== 'values' && !this.count(1, path)) return null;
+      if (this.tooLarge) return null;
       let parsed: RowFilter | null = null;
       if (key === '_and' || key === '_or') {
         if (!Array.isArray(v) || v.length === 0) {
@@ -70,17 +75,16 @@ class Parser {
           continue;
         }
         const conds: RowFilter[] = [];
-        const codes = Object.entries(v);
-        if (!this.count(Math.max(1, codes.length), path)) return null;
-        for (const [code, cond] of codes) {
+        for (const [code, cond] of Object.entries(v)) {
           const field = this.table.fieldsByCode.get(code);
-          if (!field) this.problem(`${here}.${code}`, 'is not a field of this table');
-          else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`));
+          if (!field) {
+            if (this.count(here)) this.problem(`${here}.${code}`, 'is not a field of this table');
+          } else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`));
         }
         parsed = { kind: 'and', items: conds };
       } else if (isSystemColumn(key)) {
         parsed = { kind: 'and', items: this.condition(SYSTEM_COLUMNS[key], v, here) };
-      } else {
+      } else if (this.count(path)) {
         this.problem(here, `unknown key; use values, ${Object.keys(SYSTEM_COLUMNS).join(', ')}, _and, _or or _not`);
       }
       if (parsed) items.push(parsed);
@@ -95,6 +99,7 @@ class Parser {
     }
     const out: RowFilter[] = [];
     for (const [op, value] of Object.entries(cond)) {
+      if (!this.count(path)) return out;
       const parsed = this.comparison(target, op, value, `${path}.${op}`);
       if (parsed) out.push(parsed);
     }

@@ -8,24 +8,56 @@ const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
 
 /** The path of the first string in a JSON value (keys included) that cannot be stored as given, or null. */
 export function unstorableTextAt(v: unknown, path: string): string | null {
-  const below = firstUnstorable(v);
-  return below === null ? null : path + below;
+  if (typeof v === 'string') return storable(v) ? null : path;
+  if (typeof v !== 'object' || v === null) return null;
+  return firstUnstorable(v as Container, path);
 }
 
-/** Where under `v` the first unstorable string is, as a path suffix ('' for `v` itself), or null. */
-function firstUnstorable(v: unknown): string | null {
-  if (typeof v === 'string') return storable(v) ? null : '';
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const at = firstUnstorable(v[i]);
-      if (at !== null) return `[${i}]${at}`;
+type Container = unknown[] | Record<string, unknown>;
+
+/** A container being walked: its keys (null for an array) and the next entry to look at. */
+interface Frame {
+  node: Container;
+  keys: string[] | null;
+  next: number;
+}
+
+const frame = (node: Container): Frame => ({ node, keys: Array.isArray(node) ? null : Object.keys(node), next: 0 });
+
+/** The path of the container on top of the stack's entries: `.key` and `[i]` from the outermost in. */
+function pathOf(stack: Frame[], path: string, through: number): string {
+  let out = path;
+  for (let i = 0; i < through; i++) {
+    const { keys, next } = stack[i];
+    out += keys ? `.${keys[next - 1]}` : `[${next - 1}]`;
+  }
+  return out;
+}
+
+/**
+ * The first unstorable string under a container, depth first in key order, as a path. Walked with
+ * a stack of its own, not by recursion: a body may nest values deeper than the call stack goes,
+ * and must get a 400 (or pass), not overflow the stack.
+ */
+function firstUnstorable(root: Container, path: string): string | null {
+  const stack: Frame[] = [frame(root)];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    const { node, keys } = top;
+    if (top.next >= (keys ? keys.length : (node as unknown[]).length)) {
+      stack.pop();
+      continue;
     }
-  } else if (typeof v === 'object' && v !== null) {
-    for (const k in v) {
-      if (!storable(k)) return '';
-      const at = firstUnstorable((v as Record<string, unknown>)[k]);
-      if (at !== null) return `.${k}${at}`;
-    }
+    const at = top.next++;
+    let child: unknown;
+    if (keys) {
+      // A bad key is reported as the object that holds it.
+      if (!storable(keys[at])) return pathOf(stack, path, stack.length - 1);
+      child = (node as Record<string, unknown>)[keys[at]];
+    } else child = (node as unknown[])[at];
+    if (typeof child === 'string') {
+      if (!storable(child)) return pathOf(stack, path, stack.length);
+    } else if (typeof child === 'object' && child !== null) stack.push(frame(child as Container));
   }
   return null;
 }

@@ -57,7 +57,8 @@ function clientMessage(err: FastifyError, contentType: string | undefined): stri
 /** Errors Fastify answers before routing (a malformed URL): the same format, with a request id. */
 export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
-  const message = err.code === 'FST_ERR_BAD_URL' ? `The URL ${request.url} is not valid: check its percent-encoding` : err.message;
+  // The path only: the query may hold a signed URL's signature, and this message is logged.
+  const message = err.code === 'FST_ERR_BAD_URL' ? `The URL ${request.url.split('?')[0]} is not valid: check its percent-encoding` : err.message;
   sendError(request, reply.header('x-request-id', request.id), codeOfStatus(status), errorBody(status, message));
 }
 

@@ -48,7 +48,10 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   app.put<WithId>(`${base}/:id`, async (request) => {
     const body = objectBody(request);
     const id = await store.resolveId(request.params.id);
-    if (body.id !== undefined && body.id !== id) throw badRequest(`id: the body names ${String(body.id)} but the path names ${id}`);
+    if (body.id !== undefined && body.id !== id) {
+      // Only a string is named: String() of a deeply nested array recurses past the stack.
+      throw badRequest(typeof body.id === 'string' ? `id: the body names ${body.id} but the path names ${id}` : `id: must be ${id}, the id the path names`);
+    }
     const [input] = store.validate([{ ...body, id }], 'update', false);
     const [item] = await store.update([input], writeContext(request));
     return item;

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { type InfoRecord, parse as csvParser } from 'csv-parse';
+import { CsvError, type InfoRecord, parse as csvParser } from 'csv-parse';
 import iconv from 'iconv-lite';
 import { HttpError, badRequest } from '../errors.ts';
 
@@ -97,6 +97,7 @@ const CSV_MESSAGES: Record<string, string> = {
   CSV_RECORD_INCONSISTENT_FIELDS_LENGTH: 'this record has another number of cells than the header',
   CSV_INVALID_CLOSING_QUOTE: 'a quote inside a quoted cell must be doubled ("")',
   CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE: 'text after the closing quote of a cell',
+  INVALID_OPENING_QUOTE: 'a quote inside a cell that does not start with one: quote the whole cell and double the quote ("")',
 };
 
 /** The lines a record's raw text ends: its LFs (as the text's lines are counted everywhere), and a CRLF ending, which csv-parse shows as its CR alone. */
@@ -131,8 +132,13 @@ async function* delimited(text: AsyncIterable<string>, delimiter: string): Async
     }
   } catch (err) {
     if (err instanceof HttpError) throw err;
-    const code = (err as { code?: string }).code;
-    if (code && code.startsWith('CSV_')) throw fileProblem(parsedThrough, CSV_MESSAGES[code] ?? (err as Error).message);
+    // Every error of the parser is one of the file (its codes do not all start with CSV_). A quote
+    // in an unquoted cell is found as the parser reads its line, which it says, before the records
+    // up to there are taken from it.
+    if (err instanceof CsvError) {
+      const at = err.code === 'INVALID_OPENING_QUOTE' && typeof err.lines === 'number' ? err.lines : parsedThrough;
+      throw fileProblem(at, CSV_MESSAGES[err.code] ?? err.message);
+    }
     throw err;
   } finally {
     source.destroy();

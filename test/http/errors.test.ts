@@ -93,6 +93,11 @@ eachDatabase('the error format (CONTRACT §3)', (kind) => {
       },
     );
 
+    it('names a malformed URL by its path only: its query may hold a signed URL\'s signature, and the message is logged (issue 17)', async () => {
+      const body = expectPlainError(await t.get('/files/a/b/%ZZ?expires=1&signature=SECRET-SIGNATURE', { key: null }), 400);
+      assert.equal(body.message, 'The URL /files/a/b/%ZZ is not valid: check its percent-encoding');
+    });
+
     it('echoes a request id the client sends', async () => {
       const r = await t.get('/api/flows', { headers: { 'x-request-id': 'client-trace-42' } });
       assert.equal(r.headers['x-request-id'], 'client-trace-42');

@@ -170,6 +170,31 @@ eachDatabase('resources: bad input', (kind) => {
       expect400(await t.get(url, { query: { relations: '[' } }), 'relations', 'broken relations');
     });
 
+    it('a filter too large is one 400, however large (issue 17: an or of 5,000 answered 500 on SQLite)', async () => {
+      const url = '/api/environment-variables';
+      for (const filter of [{ or: Array(5000).fill({ name: { eq: 'x' } }) }, { and: Array(100_000).fill({}) }]) {
+        const body = expect400(await t.get(url, { query: { filter } }), 'more than 500 parts', 'a large filter');
+        assert.equal((body.details as unknown[]).length, 1, 'one problem, not one per part');
+      }
+      // Unknown operators and fields are parts too: their problems stop at the limit.
+      for (const filter of [{ name: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`op${i}`, 'x'])) }, { or: Array(5000).fill({ nope: { eq: 1 } }) }]) {
+        const body = expect400(await t.get(url, { query: { filter } }), 'more than 500 parts', 'a large filter');
+        assert.ok((body.details as unknown[]).length <= 501, `${(body.details as unknown[]).length} problems`);
+      }
+      const lists = (n: number) => ({ or: Array(n).fill({ name: { in: Array(1000).fill('x') } }) });
+      expect400(await t.get(url, { query: { filter: lists(11) } }), 'more than 10000 values', 'in lists');
+      expectStatus(await t.get(url, { query: { filter: lists(10) } }), 200);
+      expectStatus(await t.get(url, { query: { filter: { or: Array(165).fill({ name: { eq: 'x' } }) } } }), 200);
+    });
+
+    it('values nested deeper than the stack goes are a 400, not a 500 (issue 17)', async () => {
+      const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+      const raw = (query: string) => t.get(`/api/environment-variables?${query}`);
+      expect400(await raw(`relations=${encodeURIComponent(deep(100_000))}`), 'relations[0]', 'relations');
+      expect400(await t.get(`/api/flows/${flow.id}?relations=${encodeURIComponent(`[${deep(100_000)}]`)}`), 'relations[0]', 'relations of one');
+      expect400(await raw(`filter=${encodeURIComponent(`{"name":{"eq":${deep(100_000)}}}`)}`), 'filter.name.eq', 'filter value');
+    });
+
     it('a bad filter never reaches the data: the item is still there, unchanged', async () => {
       assert.deepEqual(expectStatus(await t.get(`/api/flows/${flow.id}`), 200), flow);
       assert.deepEqual(expectStatus(await t.get(`/api/environment-variables/${envVar.id}`), 200), envVar);
@@ -296,6 +321,19 @@ eachDatabase('resources: bad input', (kind) => {
       expectError(await t.get('/api/tables/a%00b'), 404);
       expectError(await t.delete('/api/flows/delete-many', [flow.id, 'a\u0000b']), 404);
       expect400(await t.put('/api/flows/update-many', [{ id: flow.id, name: 'x' }, { id: 'a\u0000b', name: 'x' }]), '[1].id', 'update-many id');
+      assert.deepEqual(await snapshot(), before);
+    });
+
+    it('values nested deeper than the stack goes are a 400 naming them, not a 500; nothing is stored (issue 17)', async () => {
+      const before = await snapshot();
+      const json = { 'content-type': 'application/json' };
+      const deep = (n: number, inner = '') => '['.repeat(n) + inner + ']'.repeat(n);
+      // In a JSON attribute: checked for unstorable text without recursion, then refused as a definition.
+      expect400(await t.request('POST', '/api/flows', { raw: `{"name":"x","definition":{"k":${deep(100_000)}}}`, headers: json }), 'definition.k', 'definition');
+      expect400(await t.request('POST', '/api/flows', { raw: `{"name":"x","definition":{"k":${deep(100_000, '"\\u0000"')}}}`, headers: json }), `definition.k${'[0]'.repeat(3)}`, 'a NUL deep down');
+      // As the id of an update: named as what it must be, not written out.
+      const body = expect400(await t.request('PUT', `/api/flows/${flow.id}`, { raw: `{"id":${deep(100_000)}}`, headers: json }), `id: must be ${flow.id}`, 'id');
+      assert.ok((body.message as string).length < 200);
       assert.deepEqual(await snapshot(), before);
     });
 

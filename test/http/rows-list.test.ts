@@ -707,6 +707,29 @@ eachDatabase('rows: list', (kind) => {
         assert.equal((await t.get(url, { query: { sort: keys.slice(0, 8) } })).status, 200);
       });
 
+      it('a filter made large by empty filters, unknown keys or operators is one bounded 400, not a 500 (issue 17)', async () => {
+        // 5,000 empty filters made an expression SQLite refuses (more than 1,000 terms deep): a 500.
+        for (const filter of [{ _and: Array(5000).fill({}) }, { _or: Array(100_000).fill({}) }, { _or: Array(300).fill(v('n', { _eq: 1 })) }]) {
+          const body = await bad({ filter }, /more than 500 parts/);
+          assert.equal((body.details as unknown[]).length, 1);
+        }
+        for (const filter of [{ _or: Array(5000).fill(1) }, { values: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`nope${i}`, { _eq: 1 }])) }, v('n', Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`_op${i}`, 1])))]) {
+          const body = await bad({ filter }, /more than 500 parts/);
+          assert.ok((body.details as unknown[]).length <= 501, `${(body.details as unknown[]).length} problems`);
+        }
+        // Just within: 1 + 249 × (a filter and its operator).
+        assert.equal((await t.get(url, { query: { filter: { _or: Array(249).fill(v('n', { _eq: 1 })) } } })).status, 200);
+        assert.equal((await t.get(url, { query: { filter: { _and: Array(499).fill({}) } } })).status, 200);
+      });
+
+      it('a comparison value nested deeper than the stack goes is a 400, not a 500 (issue 17)', async () => {
+        const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+        for (const [code, op] of [['tags', '_contains'], ['name', '_eq'], ['n', '_gt']]) {
+          const r = await t.get(`${url}?filter=${encodeURIComponent(`{"values":{"${code}":{"${op}":${deep}}}}`)}`);
+          assert.match(String(expectError(r, 400).message), new RegExp(`filter\\.values\\.${code}\\.${op}`));
+        }
+      });
+
       it('every filter problem is reported at once', async () => {
         const filter = { values: { nope: { _eq: 1 }, n: { _eq: 'x', _bad: 1 }, flag: { _gt: true } }, ghost: {}, _or: [{ values: { day: { _eq: '2023-02-29' } } }] };
         const body = await bad({ filter }, [/nope/, /_bad/, /ghost/, /2023|day/]);

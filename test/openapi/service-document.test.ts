@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import dc from 'node:diagnostics_channel';
 import { after, before, it } from 'node:test';
 import { type Doc, type Operation, documentChecks, pointer } from './conformance.ts';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import type { FastifyInstance, RouteOptions } from 'fastify';
 import { type Reply, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
+import { registeredRoutes } from '../support/routes.ts';
 
 /**
  * GET /openapi.json and /docs (CONTRACT §10): the whole service's document, which a standard
@@ -14,17 +13,6 @@ import { type Reply, type TestApp, eachDatabase, expectError, startApp, uploadFi
 
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
-
-/** Every route the app registers, seen through Fastify's initialization channel (app.ts readies the app before the test sees it). */
-const registered = new Map<FastifyInstance, { method: string; url: string }[]>();
-dc.subscribe('fastify.initialization', (message) => {
-  const { fastify } = message as { fastify: FastifyInstance };
-  const routes: { method: string; url: string }[] = [];
-  registered.set(fastify, routes);
-  fastify.addHook('onRoute', (route: RouteOptions) => {
-    for (const method of [route.method].flat()) routes.push({ method: method.toLowerCase(), url: route.url });
-  });
-});
 
 /** A route's shape with its parameters unnamed: /api/tables/:table/rows and /api/tables/{tableIdOrCode}/rows are one route. */
 const shape = (method: string, url: string) => `${method} ${url.replace(/:[A-Za-z]+|\{[A-Za-z]+\}/g, '{}')}`;
@@ -77,8 +65,9 @@ eachDatabase('openapi: the service’s document and /docs', (kind) => {
   });
 
   it('describes every route the app registers, and no other', () => {
-    const routes = registered.get(t.app);
-    assert.ok(routes && routes.length > 40, 'the routes were seen as they were registered');
+    // Every route the app registers (test/support/routes.ts).
+    const routes = registeredRoutes(t.app).map((r) => ({ method: r.method.toLowerCase(), url: r.url }));
+    assert.ok(routes.length > 40, 'the routes were seen as they were registered');
     // HEAD answers every GET; the page's own files are not API.
     const served = new Set(routes.filter((r) => r.method !== 'head' && !r.url.startsWith('/docs/')).map((r) => shape(r.method, r.url)));
     const described = new Set(Object.entries(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => m in item).map((m) => shape(m, path))));
