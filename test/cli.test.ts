@@ -12,6 +12,7 @@ import pg from 'pg';
 import { hashApiKey } from '../src/domain/api-key.ts';
 import { LATEST_VERSION } from '../src/store/migrations.ts';
 import { scratchDatabase } from './support/harness.ts';
+import { freePort } from './support/wire.ts';
 
 // The real CLI, as `npm start` runs it, in child processes.
 const BIN = fileURLToPath(new URL('../bin/rowhouse.mjs', import.meta.url));
@@ -114,17 +115,6 @@ async function serve(args: string[], env: Record<string, string>, cwd = tempDir(
   };
 }
 
-/** A port nothing listens on right now. */
-async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Whether a TCP connection to host:port is refused. */
 function refused(host: string, port: number): Promise<boolean> {

@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { type ScratchDatabase, databaseKinds, scratchDatabase } from './support/harness.ts';
+import { freePort } from './support/wire.ts';
 
 /**
  * Graceful shutdown under load (issue 17, item 5), on a real `rowhouse serve` process: on SIGTERM
@@ -61,16 +62,6 @@ interface Served {
   exited: Promise<Exit>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** `rowhouse serve` on a scratch database, once it says it listens; killed after 90 s whatever happens. */
 async function serve(scratch: ScratchDatabase, extra: Record<string, string> = {}): Promise<Served> {

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type ScratchDatabase, TEST_KEY, eachDatabase, scratchDatabase } from '../support/harness.ts';
+import { freePort, callJson } from '../support/wire.ts';
 
 /**
  * SIGKILL of the service while webhook deliveries are pending (issue "Change events": "after
@@ -44,16 +45,6 @@ interface Change {
   memberId: string;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The parent's environment without Rowhouse settings or the test runner's, plus the given ones. */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -238,22 +229,8 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
   });
 
   /** A request to the service; throws on a network error (the service is dead), answers any status. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
-    const res = await fetch(base + url, {
-      method,
-      headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, body: parsed, text };
-  }
+  const call = (method: string, url: string, body?: unknown) => callJson(base, method, url, body);
+
   async function ok(method: string, url: string, body?: unknown) {
     const r = await call(method, url, body);
     assert.ok(r.status >= 200 && r.status < 300, `${method} ${url} → ${r.status}: ${r.text.slice(0, 300)}`);

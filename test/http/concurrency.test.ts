@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, it } from 'node:test';
 import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { type Answer } from '../support/wire.ts';
 
 /**
  * Bulk writes and batches from several clients at once over a real listening server (CONTRACT §7:
@@ -11,12 +12,6 @@ import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harne
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Row = Record<string, any>;
-interface Answer {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  text: string;
-}
 
 const CLIENTS = 8;
 const ID_SORT = [{ id: { direction: 'asc', nulls: 'nullsLast' } }];

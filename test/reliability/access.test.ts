@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +9,7 @@ import { generateApiKey, hashApiKey } from '../../src/domain/api-key.ts';
 import { dataChecksum, databaseTables } from '../support/data-checksum.ts';
 import { TEST_KEY, type Reply, type ScratchDatabase, type TestApp, eachDatabase, expectError, scratchDatabase, startApp } from '../support/harness.ts';
 import { type RegisteredRoute, registeredRoutes } from '../support/routes.ts';
+import { freePort } from '../support/wire.ts';
 
 /**
  * Access (issue 17, "Reliability and security"): every route the app registers
@@ -191,16 +191,6 @@ eachDatabase('access: keys on every /api route', (kind) => {
 
 const BIN = fileURLToPath(new URL('../../bin/rowhouse.mjs', import.meta.url));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface Server {
   base: string;

@@ -4,6 +4,7 @@ import { after, before, it } from 'node:test';
 import pg from 'pg';
 import { physicalTable } from '../../src/store/user-tables.ts';
 import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type Answer, callJson } from '../support/wire.ts';
 
 /**
  * Issue 17 (reliability), concurrency: 64 clients write overlapping rows at once through a real
@@ -29,12 +30,6 @@ import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Row = Record<string, any>;
-interface Answer {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  text: string;
-}
 
 const CLIENTS = 64;
 const ROUNDS = Number(process.env.ROWHOUSE_CONCURRENCY_ROUNDS || 18);
@@ -59,21 +54,8 @@ eachDatabase('reliability: 64 concurrent clients, field changes in between', (ki
   });
   after(() => t?.close());
 
-  async function call(method: string, path: string, body?: unknown): Promise<Answer> {
-    const res = await fetch(base + path, {
-      method,
-      headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, body: parsed, text };
-  }
+  const call = (method: string, path: string, body?: unknown): Promise<Answer> => callJson(base, method, path, body);
+
 
   /** Problems found by any participant, reported together at the end. */
   const problems: string[] = [];

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
+import { freePort, type Answer, callJson } from '../support/wire.ts';
 
 /**
  * Issue 17 (reliability), crash safety: `rowhouse serve` in a child process takes single, bulk
@@ -87,16 +87,6 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ROWHOUSE_LOG_LEVEL: 'warn', ...extra };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Server {
   child: ChildProcess;
@@ -159,29 +149,9 @@ function complaints(server: Server): string[] {
   return out;
 }
 
-interface Answer {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  text: string;
-}
 
 /** A request; throws when no whole answer came (the connection was reset by the kill). */
-async function call(base: string, method: string, p: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(base + p, {
-    method,
-    headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
-}
+const call = callJson;
 
 /** A row's state as its client knows it, keyed "table/id". */
 type Model = Map<string, Values>;

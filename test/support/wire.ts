@@ -1,0 +1,41 @@
+import net from 'node:net';
+import { TEST_KEY } from './harness.ts';
+
+/** Helpers for tests that talk to a listening server with a real HTTP client. */
+
+/** A port nothing listens on right now. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** An answer: its status, its body as JSON (undefined when empty or not JSON) and as text. */
+export interface Answer {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+/** A request with the test key and a JSON body, by fetch; throws when no whole answer came (a connection reset). */
+export async function callJson(base: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, body: parsed, text };
+}
