@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
-import { type Answer } from '../support/wire.ts';
+import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { type Answer, callJson } from '../support/wire.ts';
 
 /**
  * Bulk writes and batches from several clients at once over a real listening server (CONTRACT §7:
@@ -44,21 +44,11 @@ eachDatabase('rows: concurrent bulk writes and batches', (kind) => {
   });
 
   async function call(method: string, path: string, body?: unknown): Promise<Answer> {
-    const res = await fetch(base + path, {
-      method,
-      headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    answers.push({ what: `${method} ${path}`, status: res.status, text: text.slice(0, 300) });
-    return { status: res.status, body: parsed, text };
+    const answer = await callJson(base, method, path, body);
+    answers.push({ what: `${method} ${path}`, status: answer.status, text: answer.text.slice(0, 300) });
+    return answer;
   }
+
 
   async function dump(code: string): Promise<Map<string, Row>> {
     const out = new Map<string, Row>();
