@@ -3,7 +3,7 @@ import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulk
 import { JSON_TYPE, batchJson, recordsJson } from '../render/row-json.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
-import { type RowsDeps, SCHEMA_RUNS, linksFor, schemaChanged, withTable } from './rows-routes.ts';
+import { type RowsDeps, linksFor, rerunOnSchemaChange, withTable } from './rows-routes.ts';
 
 type TableParams = { Params: { table: string } };
 
@@ -38,16 +38,10 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
 
   app.post('/api/rows-batch', async (request, reply) => {
     const ctx = writeContext(request);
-    // As withTable, for every table of the batch: planned again against the tables as they are now
-    // when a field of one was removed while it ran.
-    for (let run = 1; ; run++) {
-      const operations = parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), run > 1));
-      try {
-        const results = await writer.batch(operations, ctx);
-        return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps, results)));
-      } catch (err) {
-        if (run >= SCHEMA_RUNS || !schemaChanged(deps, err)) throw err;
-      }
-    }
+    // Every table of the batch planned again against the tables as they are now when a field of one was removed while it ran.
+    const results = await rerunOnSchemaChange(deps, async (fresh) =>
+      writer.batch(parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), fresh)), ctx),
+    );
+    return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps, results)));
   });
 }

@@ -34,34 +34,40 @@ export function singleWrite<T>(deps: RowsDeps, table: TableDef, oneStatement: bo
 }
 
 /** Runs of a request whose table's fields changed under it, before its 409 goes out. */
-export const SCHEMA_RUNS = 3;
+const SCHEMA_RUNS = 3;
 
 /**
  * Whether a request failed because the table's fields changed while it ran: a column its
  * statements name was dropped (the database refuses the statement, so nothing of it was written).
  */
-export function schemaChanged(deps: RowsDeps, err: unknown): boolean {
+function schemaChanged(deps: RowsDeps, err: unknown): boolean {
   return err instanceof HttpError ? err.code === 'schema_changed' : deps.database.dialect.isSchemaChanged(err);
 }
 
 /**
- * Runs a rows request planned against the table's definition (`work` parses the body against it,
- * and reads or writes). A field removed by a PUT committed meanwhile makes the database refuse the
- * statements of the old definition, whichever fields the request names: the request is then
- * planned again against the definition as it is now and run again (a write naming the removed
- * field then answers 400 like any unknown field). Only a table changing again and again answers
- * the 409 schema_changed.
+ * Runs a rows request planned against its tables' definitions. A field removed by a PUT committed
+ * meanwhile makes the database refuse the statements of the old definition, whichever fields the
+ * request names: `work` is then run again with `fresh` true, to plan against the definitions as
+ * the database holds them now (a write naming the removed field then answers 400 like any unknown
+ * field). Only a table changing again and again answers the 409 schema_changed.
  */
-export async function withTable<T>(deps: RowsDeps, ref: string, work: (table: TableDef) => Promise<T>): Promise<T> {
+export async function rerunOnSchemaChange<T>(deps: RowsDeps, work: (fresh: boolean) => Promise<T>): Promise<T> {
   for (let run = 1; ; run++) {
-    const table = run === 1 ? await tableOr404(deps, ref) : await deps.catalog.findFresh(deps.database.db, ref);
-    if (!table) throw notFound(`table ${ref} not found`);
     try {
-      return await work(table);
+      return await work(run > 1);
     } catch (err) {
       if (run >= SCHEMA_RUNS || !schemaChanged(deps, err)) throw err;
     }
   }
+}
+
+/** rerunOnSchemaChange for a request on one table, named by id or code (a 404 when there is none). */
+export function withTable<T>(deps: RowsDeps, ref: string, work: (table: TableDef) => Promise<T>): Promise<T> {
+  return rerunOnSchemaChange(deps, async (fresh) => {
+    const table = fresh ? await deps.catalog.findFresh(deps.database.db, ref) : await tableOr404(deps, ref);
+    if (!table) throw notFound(`table ${ref} not found`);
+    return work(table);
+  });
 }
 
 type TableParams = { Params: { table: string } };

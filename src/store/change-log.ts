@@ -167,14 +167,11 @@ export class ChangeLog {
     const { runNow } = this.database;
     if (this.dialect.writingWith || !runNow) throw new Error('ChangeLog.insertedRows: SQLite only');
     const pending = this.pendingOf(tx, table, ctx);
-    if (pending.changes.length > 0) {
-      for (let i = 0; i < pending.changes.length; i += PER_STATEMENT) this.writeEntriesNow(runNow, { ...pending, changes: pending.changes.slice(i, i + PER_STATEMENT) });
-      pending.changes = [];
-    }
-    const n = last - first + 1;
-    const [{ last: sequence }] = runNow(TAKE_SQLITE, [table.id, n, n]);
+    this.writeEntriesNow(runNow, pending);
+    pending.changes = [];
+    const sequence = this.takeNow(runNow, table.id, last - first + 1);
     const text = this.tableStatement(table, 'inserted', () => insertedStatement(table));
-    runNow(text, [table.id, Number(sequence) - n + 1 - first, ctx.now, ctx.memberId, first, last]);
+    runNow(text, [table.id, sequence - first, ctx.now, ctx.memberId, first, last]);
   }
 
   /** PostgreSQL: `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
@@ -228,39 +225,40 @@ export class ChangeLog {
   }
 
   /** Writes a table's pending entries, a statement per PER_STATEMENT of them, each taking its numbers. */
-  private async writeTable(tx: Db, { table, changes, memberId, occurredAt }: Pending): Promise<void> {
-    const id = table.id;
+  private async writeTable(tx: Db, pending: Pending): Promise<void> {
+    if (!this.dialect.writingWith) {
+      const { runNow } = this.database;
+      if (!runNow) throw new Error('ChangeLog: SQLite without Database.runNow');
+      this.writeEntriesNow(runNow, pending);
+      return;
+    }
+    const { table, changes, memberId, occurredAt } = pending;
     for (let i = 0; i < changes.length; i += PER_STATEMENT) {
       const entries = changes.slice(i, i + PER_STATEMENT);
       const n = entries.length;
-      // Each entry's type, row id, row and fields, in the order the statements bind them.
+      // Each entry's type, row id, row and fields, in the order the statement binds them.
       const fields: unknown[] = [];
       for (const c of entries) fields.push(...this.entryFields(table, c));
-      if (this.dialect.writingWith) {
-        await tx.executeQuery(CompiledQuery.raw(this.statement(`both:${n}`, () => bothStatement(n)), [id, n, occurredAt, memberId, ...fields]));
-      } else {
-        const { runNow } = this.database;
-        if (!runNow) throw new Error('ChangeLog: SQLite without Database.runNow');
-        this.takeAndWrite(runNow, id, fields, occurredAt, memberId);
-      }
+      await tx.executeQuery(CompiledQuery.raw(this.statement(`both:${n}`, () => bothStatement(n)), [table.id, n, occurredAt, memberId, ...fields]));
     }
   }
 
-  /** SQLite, at once on the connection of the open transaction: a table's entries (up to PER_STATEMENT), numbered. */
+  /** SQLite, at once on the connection of the open transaction: a table's entries, numbered, a statement per PER_STATEMENT of them. */
   private writeEntriesNow(run: RunNow, { table, changes, memberId, occurredAt }: Pending): void {
-    const fields: unknown[] = [];
-    for (const c of changes) fields.push(...this.entryFields(table, c));
-    this.takeAndWrite(run, table.id, fields, occurredAt, memberId);
+    for (let i = 0; i < changes.length; i += PER_STATEMENT) {
+      const entries = changes.slice(i, i + PER_STATEMENT);
+      const n = entries.length;
+      const first = this.takeNow(run, table.id, n);
+      const params: unknown[] = [];
+      entries.forEach((c, k) => params.push(table.id, first + k, ...this.entryFields(table, c), occurredAt, memberId));
+      run(this.statement(`entries:${n}`, () => entriesStatement(n)), params);
+    }
   }
 
-  /** SQLite: takes n numbers of the table's and writes n entries, given each one's type, row id, row and fields. */
-  private takeAndWrite(run: RunNow, id: string, fields: unknown[], occurredAt: string, memberId: string): void {
-    const n = fields.length / 4;
-    const [{ last }] = run(TAKE_SQLITE, [id, n, n]);
-    const first = Number(last) - n + 1;
-    const params: unknown[] = [];
-    for (let k = 0; k < n; k++) params.push(id, first + k, ...fields.slice(4 * k, 4 * k + 4), occurredAt, memberId);
-    run(this.statement(`entries:${n}`, () => entriesStatement(n)), params);
+  /** SQLite: takes n numbers of the table's; answers the first. */
+  private takeNow(run: RunNow, tableId: string, n: number): number {
+    const [{ last }] = run(TAKE_SQLITE, [tableId, n, n]);
+    return Number(last) - n + 1;
   }
 
   /** An entry's type, row id, row (its JSON text) and changed fields (theirs), as the statements bind them. */

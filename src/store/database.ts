@@ -56,12 +56,12 @@ export interface Database {
    * connection; `run` is runNow. For a single-row write and its change entry: one step where the
    * query builder's transaction takes five rounds of promises.
    */
+  writeNow?<T>(work: (run: (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]) => T): Promise<T>;
   /**
    * PostgreSQL: from now on the statement `sql` runs as a named prepared statement, parsed and
    * planned once per connection (prepared-statements.ts). For single-row statements by id only.
    */
   prepare?(sql: string): void;
-  writeNow?<T>(work: (run: (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]) => T): Promise<T>;
 }
 
 export interface DatabaseOptions {

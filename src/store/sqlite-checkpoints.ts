@@ -70,7 +70,11 @@ export function backgroundCheckpoints(file: string, driver: () => string, onErro
         idle.unref();
       }
     };
-    const exited = () => done({ error: 'the checkpoint worker stopped' });
+    const exited = () => {
+      // A worker that died answers nothing more: the next checkpoint starts another.
+      if (worker === w) worker = null;
+      done({ error: 'the checkpoint worker stopped' });
+    };
     w.once('exit', exited);
     w.once('message', done);
     w.postMessage(null);
