@@ -25,7 +25,8 @@ app.get('/after', async (req) => {
   return { data: await rows(`select ${all} from ${t} where (created_at, id) > ($1, $2) order by created_at, id limit $3`, [q.c, q.id, 51]) };
 });
 app.get('/paid', async () => ({
-  data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc, id desc limit $3`, ['paid', 5000, 51]),
+  // nulls last, as the service is asked (and as an index holding nulls first serves it backwards).
+  data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc nulls last, id desc limit $3`, ['paid', 5000, 51]),
 }));
 // As the service writes them: nulls last, which PostgreSQL must be told for a descending order.
 app.get('/byAmount', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.amount} desc nulls last, id desc limit $1`, [51]) }));

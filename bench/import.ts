@@ -15,8 +15,10 @@
 // simpler, but would skip the HTTP transfer and the body parsing the service cannot skip, and
 // would share this process with the CSV generator: the ratio would charge the service for
 // receiving bytes. Both sides write into fresh tables of the same database, one after the other,
-// alternating which goes first; before each import the service is left to go idle (the planner
-// statistics it takes after a large write, which run in a worker thread, finish first).
+// alternating which goes first; before each import both processes are left to go idle (the
+// planner statistics the service takes after a large write, and the checkpoint that copies its
+// write-ahead log back after the commit, run in worker threads: they finish first, so neither
+// side's import shares the machine, or the database file, with the other's leftover work).
 //
 // The file: a header `id,title,status,…` (the id and the dataset's fields, as an export writes
 // them minus its system columns), CRLF newlines, RFC 4180 quoting (the dataset's words hold
@@ -93,6 +95,8 @@ interface Run {
   seconds: number;
   rowsPerSecond: number;
   cpuMs: number;
+  /** CPU the process spent after answering, until idle again (the service: its checkpoint and planner statistics, in worker threads). */
+  afterCpuMs: number;
   benchCpuMs: number;
   /** Over the VmRSS just before the import: the peak of the samples, and of VmHWM. */
   sampledGrowth: number;
@@ -114,11 +118,15 @@ async function measure(pid: number, url: string, n: number, headers: Record<stri
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const bench = process.cpuUsage(bench0);
   const after = memory(pid);
+  const cpu1 = cpuMs(pid).total;
+  await idle(pid, maxThreads);
+  const afterCpuMs = cpuMs(pid).total - cpu1;
   if (answer.created !== n || (answer.failed ?? 0) !== 0) throw new Error(`${url} answered ${JSON.stringify(answer).slice(0, 500)}, expected ${n} rows created`);
   return {
     seconds,
     rowsPerSecond: n / seconds,
-    cpuMs: cpuMs(pid).total - cpu0,
+    cpuMs: cpu1 - cpu0,
+    afterCpuMs,
     benchCpuMs: (bench.user + bench.system) / 1000,
     sampledGrowth: peak - before,
     hwmGrowth: peakReset ? after.hwm - before : NaN,
@@ -170,9 +178,19 @@ const columnsOf = (t: BenchTable) => Object.fromEntries(ds.FIELDS.map((f) => [f.
 const floor: Proc = await startFloor(postgres ? postgres.url : dbFile, floorTables.map((t) => ({ physical: t.physical, columns: columnsOf(t) })));
 const floorPid = floor.child.pid as number;
 
-const serviceImport = (name: string, n: number) =>
-  measure(servicePid, `${service.url}/api/tables/s${name}/rows-import?format=csv&encoding=utf8`, n, { 'x-api-key': BENCH_KEY }, serviceThreads);
-const floorImport = (name: string, n: number) => measure(floorPid, `${floor.url}/import?table=${names.indexOf(name)}`, n, {});
+/** Both processes idle: the one about to be measured is waited for again by measure(). */
+const bothIdle = async () => {
+  await idle(servicePid, serviceThreads);
+  await idle(floorPid);
+};
+const serviceImport = async (name: string, n: number) => {
+  await bothIdle();
+  return measure(servicePid, `${service.url}/api/tables/s${name}/rows-import?format=csv&encoding=utf8`, n, { 'x-api-key': BENCH_KEY }, serviceThreads);
+};
+const floorImport = async (name: string, n: number) => {
+  await bothIdle();
+  return measure(floorPid, `${floor.url}/import?table=${names.indexOf(name)}`, n, {});
+};
 
 /** Rows in a table, and the sum of a number column over them, straight from the database. */
 async function tally(table: BenchTable): Promise<{ rows: number; sum: number }> {
@@ -272,6 +290,8 @@ if (ROUNDS > 1) {
 }
 const cpuPerRow = (xs: Run[]) => median(xs.map((r) => (r.cpuMs * 1000) / N));
 console.log(`CPU per row (median of the rounds, all threads): service ${cpuPerRow(runs.service).toFixed(1)} µs, floor ${cpuPerRow(runs.floor).toFixed(1)} µs (floor/service ${(cpuPerRow(runs.floor) / cpuPerRow(runs.service)).toFixed(2)})${postgres ? '; PostgreSQL\'s own CPU not counted' : ''}`);
+const afterPerRow = (xs: Run[]) => median(xs.map((r) => (r.afterCpuMs * 1000) / N));
+console.log(`CPU per row after the answer, until idle (not in the figures above): service ${afterPerRow(runs.service).toFixed(1)} µs (its checkpoint and planner statistics, in worker threads), floor ${afterPerRow(runs.floor).toFixed(1)} µs`);
 const samples = runs.service.reduce((a, r) => a + r.samples, 0);
 const maxGap = Math.max(...runs.service.map((r) => r.maxGapMs));
 console.log(`${samples} memory samples of the service, longest gap ${maxGap.toFixed(0)} ms; VmHWM ${Number.isNaN(s.hwmGrowth) ? 'could not be reset (samples only)' : 'reset before each import'}`);

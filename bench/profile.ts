@@ -2,7 +2,7 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|patch|bulk] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|patch|bulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 import fs from 'node:fs';
 import os from 'node:os';
@@ -101,6 +101,7 @@ const requests = {
   first: { path: '/api/tables/bench/rows', headers: auth },
   paid: { path: paid, headers: auth },
   get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
+  export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
 };
 if (WORKLOAD === 'import') {
   const rows = Number(process.argv[3] ?? 200_000);

@@ -71,11 +71,23 @@ const workloads: [string, LoadRequest, LoadRequest][] = [
 ];
 
 const results: Record<string, { service: Load; floor: Load }> = {};
+/** Two runs as one: their throughputs and latencies averaged, their failures added up. */
+const both = (a: Load, b: Load): Load => ({
+  rps: (a.rps + b.rps) / 2,
+  mean: (a.mean + b.mean) / 2,
+  p50: (a.p50 + b.p50) / 2,
+  p99: (a.p99 + b.p99) / 2,
+  errors: a.errors + b.errors,
+  non2xx: a.non2xx + b.non2xx,
+});
 for (const [name, s, f] of workloads) {
   await load(service.url, s, 1); // warm-up
   await load(floor.url, f, 1);
-  const serviceLoad = await load(service.url, s, SECONDS);
-  const floorLoad = await load(floor.url, f, SECONDS);
+  // Twice each, in the order service, floor, floor, service: a change in the machine's other load
+  // during the workload weighs on both sides alike.
+  const serviceFirst = await load(service.url, s, SECONDS);
+  const floorLoad = both(await load(floor.url, f, SECONDS), await load(floor.url, f, SECONDS));
+  const serviceLoad = both(serviceFirst, await load(service.url, s, SECONDS));
   results[name] = { service: serviceLoad, floor: floorLoad };
   if (serviceLoad.non2xx > 0 || serviceLoad.errors > 0) console.log(`  ! ${name}: ${serviceLoad.non2xx} non-2xx, ${serviceLoad.errors} errors`);
 }
@@ -95,19 +107,41 @@ async function exportSeconds(target: string, headers: Record<string, string>): P
 const exportService = await exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth);
 const exportFloor = await exportSeconds(`${floor.url}/export`, {});
 
+// The access log's cost (issue 17 item 7): the service above runs at ROWHOUSE_LOG_LEVEL=warn,
+// which silences it. A second one on the same database logs every request at info, on its
+// stdout, which this process reads as a log collector would. The two take turns, twice each.
+const logging = await startService({ ...env, ROWHOUSE_LOG_LEVEL: 'info' });
+const logCost: Record<string, { quiet: number; logged: number }> = {};
+for (const name of ['first page', 'get by id']) {
+  const [, request] = workloads.find(([n]) => n === name) as (typeof workloads)[number];
+  await load(logging.url, request, 1);
+  const rps = { quiet: 0, logged: 0 };
+  for (let round = 0; round < 2; round++) {
+    rps.quiet += (await load(service.url, request, SECONDS)).rps / 2;
+    rps.logged += (await load(logging.url, request, SECONDS)).rps / 2;
+  }
+  logCost[name] = rps;
+}
+await logging.stop();
+
 await service.stop();
 await floor.stop();
 await postgres?.stop();
 fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
-console.log(`\n${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${SECONDS} s per workload, 10 connections; latency in ms\n`);
+console.log(`\n${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, each workload run twice for ${SECONDS} s on each side (service, floor, floor, service), 10 connections; latency in ms\n`);
 console.log(`${'workload'.padEnd(36)} ${'svc req/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'floor r/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
 for (const [name, { service: s, floor: f }] of Object.entries(results)) {
   console.log(`${name.padEnd(36)} ${fmt(s.rps).padStart(9)} ${fmt(s.p50, 1)} ${fmt(s.p99, 1)} ${fmt(f.rps).padStart(9)} ${fmt(f.p50, 1)} ${fmt(f.p99, 1)} ${fmt(s.rps / f.rps, 2)}`);
 }
 
 console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportService / exportFloor, 2)}`);
+
+console.log(`\naccess log (one info line per request) against none, same database, alternating:`);
+for (const [name, { quiet, logged }] of Object.entries(logCost)) {
+  console.log(`  ${name.padEnd(34)} ${fmt(logged)} against ${fmt(quiet)} req/s: ${fmt(logged / quiet, 2)}`);
+}
 
 const writes = ['create', 'patch'];
 const budgets: [string, boolean, string][] = Object.entries(results).map(([name, { service: s, floor: f }]) => {

@@ -21,16 +21,29 @@ export interface RunningServer {
  * Every instance sweeps; the claims in rh_files make each file deleted once. Changes older than
  * their retention go at the same times.
  */
-function sweepFiles(app: FastifyInstance, config: Config, database: Database): NodeJS.Timeout {
+function sweepFiles(app: FastifyInstance, config: Config, database: Database): { stop(): Promise<void> } {
+  // A sweep still running when the next is due (a slow storage) is left to finish: none overlap.
+  let running: Promise<unknown> | null = null;
   const sweep = () => {
-    app.files.sweep().catch((err) => app.log.warn(`sweeping files: ${(err as Error).message}`));
+    if (running) return;
     const cutoff = new Date(Date.now() - config.changesRetentionSeconds * 1000).toISOString();
-    app.changes?.purge(database.db, cutoff).catch((err) => app.log.warn(`deleting old changes: ${(err as Error).message}`));
+    running = Promise.all([
+      app.files.sweep().catch((err) => app.log.warn(`sweeping files: ${(err as Error).message}`)),
+      app.changes?.purge(database.db, cutoff).catch((err) => app.log.warn(`deleting old changes: ${(err as Error).message}`)),
+    ]).finally(() => {
+      running = null;
+    });
   };
   sweep();
   const timer = setInterval(sweep, Math.min(60, Math.max(1, config.uploadTtlSeconds / 2)) * 1000);
   timer.unref();
-  return timer;
+  return {
+    // The database closes after this: a sweep under way finishes first rather than fail on it.
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 /** Opens the database, migrates, bootstraps, and serves until stopped. */
@@ -54,7 +67,6 @@ export async function startServer(config: Config, out: (line: string) => void = 
     let stopping: Promise<void> | null = null;
     const stop = () => {
       stopping ??= (async () => {
-        clearInterval(sweeper);
         // Past the bound, connections still open are closed, answered or not.
         const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownTimeoutMs);
         force.unref();
@@ -68,6 +80,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         } finally {
           clearTimeout(force);
           clearInterval(idle);
+          await sweeper.stop();
           await database.close();
         }
       })();

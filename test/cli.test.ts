@@ -12,6 +12,7 @@ import pg from 'pg';
 import { hashApiKey } from '../src/domain/api-key.ts';
 import { LATEST_VERSION } from '../src/store/migrations.ts';
 import { scratchDatabase } from './support/harness.ts';
+import { childEnv } from './support/served.ts';
 import { freePort } from './support/wire.ts';
 
 // The real CLI, as `npm start` runs it, in child processes.
@@ -29,16 +30,6 @@ after(() => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** The parent's environment without any Rowhouse setting, plus the given ones. */
-function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('ROWHOUSE_') || k.startsWith('NODE_TEST') || ['DATABASE_URL', 'PORT', 'HOST', 'NODE_OPTIONS'].includes(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ROWHOUSE_LOG_LEVEL: 'warn', ...extra };
-}
-
 interface Result {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -47,7 +38,7 @@ interface Result {
 }
 
 function spawnCli(args: string[], env: Record<string, string>, cwd: string): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], { cwd, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [BIN, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** Runs a command to completion (killed after 15 s). */

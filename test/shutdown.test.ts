@@ -9,7 +9,8 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { type ScratchDatabase, databaseKinds, scratchDatabase } from './support/harness.ts';
-import { freePort } from './support/wire.ts';
+import { childEnv } from './support/served.ts';
+import { freePort, within } from './support/wire.ts';
 
 /**
  * Graceful shutdown under load (issue 17, item 5), on a real `rowhouse serve` process: on SIGTERM
@@ -27,27 +28,6 @@ after(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function env(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('ROWHOUSE_') || k.startsWith('NODE_TEST') || ['DATABASE_URL', 'PORT', 'HOST', 'NODE_OPTIONS'].includes(k)) continue;
-    out[k] = v;
-  }
-  return { ...out, ROWHOUSE_LOG_LEVEL: 'warn', ROWHOUSE_API_KEY: KEY, ...extra };
-}
 
 interface Exit {
   code: number | null;
@@ -70,7 +50,7 @@ async function serve(scratch: ScratchDatabase, extra: Record<string, string> = {
   cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: dir,
-    env: env({ PORT: String(port), ROWHOUSE_DATA_DIR: dir, DATABASE_URL: scratch.url, ...extra }),
+    env: childEnv({ ROWHOUSE_API_KEY: KEY, PORT: String(port), ROWHOUSE_DATA_DIR: dir, DATABASE_URL: scratch.url, ...extra }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

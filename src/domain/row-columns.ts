@@ -61,6 +61,9 @@ export const fieldColumn = (fieldId: string) => `f_${idHex(fieldId)}`;
 /** The physical table of a user table, named from its id. */
 export const tableName = (tableId: string) => `rows_${idHex(tableId)}`;
 
+/** PostgreSQL: the sequence numbering a user table's change entries (store/change-log.ts). */
+export const changeNumbers = (tableId: string) => `change_numbers_${idHex(tableId)}`;
+
 /** The system columns in record order: API name and physical column. */
 export const SYSTEM_ORDER = Object.values(SYSTEM_COLUMNS);
 

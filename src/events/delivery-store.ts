@@ -6,6 +6,7 @@ import { type RowRecord, matchesRowFilter } from '../domain/row-filter-match.ts'
 import type { ErrorDetail } from '../errors.ts';
 import { changeJson } from '../render/change-json.ts';
 import { type Database, inTransaction } from '../store/database.ts';
+import { readableThrough } from '../store/change-log.ts';
 import type { Meta, MetaDb } from '../store/meta-schema.ts';
 import { loadFields } from '../store/table-catalog.ts';
 
@@ -14,9 +15,10 @@ import { loadFields } from '../store/table-catalog.ts';
  * a crash and is shared by every instance:
  *
  * - plan: a flow's new changes become delivery rows, and its cursor moves past them, in one
- *   transaction. The change log numbers a table's changes in commit order, so a cursor past n has
- *   seen every change up to n: none is skipped, and none planned twice. On PostgreSQL the cursor
- *   row is locked (SKIP LOCKED: another instance planning the flow is left to it).
+ *   transaction. It reads only as far as no change may still commit below (change-log.ts
+ *   readableThrough), so a cursor past n has seen every change up to n: none is skipped, and
+ *   none planned twice. On PostgreSQL the cursor row is locked (SKIP LOCKED: another instance
+ *   planning the flow is left to it).
  * - claim: each flow's head (its pending delivery of lowest sequence) when due, leased to one
  *   sender (FOR UPDATE SKIP LOCKED on PostgreSQL, as file-store.ts claims files). A later delivery
  *   of the flow is never claimed while an earlier one is pending: per-flow order. A sender that
@@ -64,11 +66,12 @@ export class DeliveryStore {
   async behind(): Promise<string[]> {
     const rows = await this.db
       .selectFrom('rh_flow_cursors as c')
-      .innerJoin('rh_change_counters as k', 'k.tableId', 'c.tableId')
       .innerJoin('rh_flows as f', 'f.id', 'c.flowId')
       .select('c.flowId')
       .where('f.enabled', '=', this.database.dialect.encodeBoolean(true))
-      .whereRef('k.last', '>', 'c.sequence')
+      .where(({ exists, selectFrom }) =>
+        exists(selectFrom('rh_changes as e').select('e.sequence').whereRef('e.tableId', '=', 'c.tableId').whereRef('e.sequence', '>', 'c.sequence')),
+      )
       .execute();
     return rows.map((r) => r.flowId);
   }
@@ -86,11 +89,14 @@ export class DeliveryStore {
       if (!flow || !dialect.decodeBoolean(flow.enabled)) return 0;
       const definition = dialect.decodeJson(flow.definition) as FlowDefinition;
       if (definition.trigger?.table !== cursor.tableId) return 0;
+      // Only as far as no change may still commit below (change-log.ts): the cursor never passes one.
+      const through = await readableThrough(tx, dialect, cursor.tableId);
       const changes = await tx
         .selectFrom('rh_changes')
         .selectAll()
         .where('tableId', '=', cursor.tableId)
         .where('sequence', '>', Number(cursor.sequence))
+        .where('sequence', '<=', through)
         .orderBy('sequence')
         .limit(PLAN_BATCH)
         .execute();

@@ -11,8 +11,10 @@ export interface TextEncoder {
   charset: string;
   /** Bytes before the first line. */
   preamble: Buffer;
-  /** Whole lines to bytes; never splits a character. */
-  encode(text: string): Buffer;
+  /** Adds one whole line (a character is never split between two takes). */
+  write(line: string): void;
+  /** The bytes of the lines written since the last take, in a buffer of their own. */
+  take(): Buffer;
 }
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -37,13 +39,57 @@ function windows31j(text: string): Buffer {
   return Buffer.concat(parts);
 }
 
+/**
+ * UTF-8, each line written into a scratch buffer as it comes (grown when a line might not fit),
+ * and the lot copied out: Buffer.from of the lines' concatenation spent most of its time joining them.
+ */
+function utf8(preamble: Buffer): TextEncoder {
+  let scratch = Buffer.allocUnsafe(256 * 1024);
+  let at = 0;
+  return {
+    charset: 'utf-8',
+    preamble,
+    write(line) {
+      const room = line.length * 3; // UTF-8 takes at most 3 bytes per UTF-16 unit
+      if (scratch.length - at < room) {
+        const bigger = Buffer.allocUnsafe(Math.max(2 * scratch.length, at + room));
+        scratch.copy(bigger, 0, 0, at);
+        scratch = bigger;
+      }
+      at += scratch.write(line, at, 'utf8');
+    },
+    take() {
+      const bytes = Buffer.from(scratch.subarray(0, at));
+      at = 0;
+      return bytes;
+    },
+  };
+}
+
+function shiftJis(): TextEncoder {
+  let text = '';
+  return {
+    charset: 'shift_jis',
+    preamble: Buffer.alloc(0),
+    write(line) {
+      text += line;
+    },
+    take() {
+      const bytes = windows31j(text);
+      text = '';
+      return bytes;
+    },
+  };
+}
+
+/** An encoder for one export: it holds the lines written until they are taken. */
 export function textEncoder(encoding: ExportEncoding): TextEncoder {
   switch (encoding) {
     case 'utf8':
-      return { charset: 'utf-8', preamble: Buffer.alloc(0), encode: (text) => Buffer.from(text, 'utf8') };
+      return utf8(Buffer.alloc(0));
     case 'utf8Bom':
-      return { charset: 'utf-8', preamble: BOM, encode: (text) => Buffer.from(text, 'utf8') };
+      return utf8(BOM);
     case 'shiftJis':
-      return { charset: 'shift_jis', preamble: Buffer.alloc(0), encode: windows31j };
+      return shiftJis();
   }
 }

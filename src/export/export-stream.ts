@@ -8,7 +8,7 @@ import type { TextEncoder } from './encodings.ts';
 import type { RowFormatter } from './formats.ts';
 
 /** Rows per chunk: memory holds about one chunk whatever the table size, and other requests run between chunks. */
-const EXPORT_CHUNK_ROWS = 500;
+const EXPORT_CHUNK_ROWS = 1000;
 
 export interface ExportPlan {
   database: Database;
@@ -21,28 +21,45 @@ export interface ExportPlan {
   encoder: TextEncoder;
 }
 
-async function* chunks(plan: ExportPlan): AsyncGenerator<Buffer> {
+type Scan = AsyncGenerator<unknown[][]>;
+
+async function* chunks(plan: ExportPlan, scan: Scan, first: IteratorResult<unknown[][]>): AsyncGenerator<Buffer> {
   const { formatter, encoder } = plan;
-  const head = Buffer.concat([encoder.preamble, encoder.encode(formatter.header())]);
-  if (head.length > 0) yield head;
+  try {
+    encoder.write(formatter.header());
+    const head = Buffer.concat([encoder.preamble, encoder.take()]);
+    if (head.length > 0) yield head;
+    for (let next = first; !next.done; next = await scan.next()) {
+      for (const raw of next.value) encoder.write(formatter.line(raw));
+      // The stream asks for the next chunk only when the client has taken this one: backpressure.
+      yield encoder.take();
+      // A fast client takes every chunk at once, and promises alone never let the event loop turn:
+      // wait for it, so other requests are answered between chunks.
+      await setImmediate();
+    }
+  } finally {
+    await scan.return(undefined);
+  }
+}
+
+/**
+ * The export as a byte stream; destroying it (a client gone) stops the reading. Its first rows are
+ * read before it is answered: a statement the database refuses (the table's fields changed under
+ * the request) fails the request here, to be planned again or answered 409, before any byte is sent.
+ */
+export async function exportStream(plan: ExportPlan): Promise<Readable> {
   const scan = plan.rows.scan(plan.database, plan.table, {
     filter: plan.selection.filter,
     keys: plan.selection.keys,
     limit: plan.limit,
     chunk: EXPORT_CHUNK_ROWS,
   });
-  for await (const rows of scan) {
-    let text = '';
-    for (const raw of rows) text += formatter.line(raw);
-    // The stream asks for the next chunk only when the client has taken this one: backpressure.
-    yield encoder.encode(text);
-    // A fast client takes every chunk at once, and promises alone never let the event loop turn:
-    // wait for it, so other requests are answered between chunks.
-    await setImmediate();
+  let first: IteratorResult<unknown[][]>;
+  try {
+    first = await scan.next();
+  } catch (err) {
+    await scan.return(undefined);
+    throw err;
   }
-}
-
-/** The export as a byte stream; destroying it (a client gone) stops the reading. */
-export function exportStream(plan: ExportPlan): Readable {
-  return Readable.from(chunks(plan), { objectMode: false, highWaterMark: 64 * 1024 });
+  return Readable.from(chunks(plan, scan, first), { objectMode: false, highWaterMark: 64 * 1024 });
 }

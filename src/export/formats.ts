@@ -27,9 +27,10 @@ export interface RowFormatter {
 }
 
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
-function quoteCell(text: string, delimiter: string): string {
-  if (!text.includes(delimiter) && !/["\r\n]/.test(text)) return text;
-  return `"${text.replace(/"/g, '""')}"`;
+function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
+  // One pass over the text, for the delimiter and the other three at once.
+  const special = delimiter === ',' ? /[,"\r\n]/ : /[\t"\r\n]/;
+  return (text) => (special.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 }
 
 export function rowFormatter(format: ExportFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
@@ -53,17 +54,22 @@ export function rowFormatter(format: ExportFormat, fields: FieldDef[], newline: 
       },
     };
   }
-  const delimiter = format === 'csv' ? ',' : '\t';
-  const cell = (text: string) => quoteCell(text, delimiter);
-  const texts = typed.map(({ type }) => (v: unknown) => (type.textFromDb ? type.textFromDb(v, dialect) : type.toText(type.fromDb(v, dialect))));
+  const delimiter = format === 'csv' ? (',' as const) : ('\t' as const);
+  const cell = cellQuoter(delimiter);
+  // Each field's cell function chosen once, not per cell.
+  const cells = typed.map(({ type }): ((raw: unknown) => string) => {
+    const { textFromDb, toText, fromDb } = type;
+    const text = textFromDb ? (raw: unknown) => textFromDb(raw, dialect) : (raw: unknown) => toText(fromDb(raw, dialect));
+    return type.plainText ? text : (raw) => cell(text(raw));
+  });
   return {
     header: () => (header ? [...SYSTEM_COLUMNS, ...typed.map((f) => f.code)].map(cell).join(delimiter) + newline : ''),
     line(raw) {
-      // Timestamps never need quoting; ids and member ids might.
-      let out = `${cell(raw[0] as string)}${delimiter}${raw[1]}${delimiter}${raw[2]}${delimiter}${cell(raw[3] as string)}${delimiter}${cell(raw[4] as string)}`;
-      for (let i = 0; i < texts.length; i++) {
+      // Row ids (codes.ts ROW_ID) and timestamps never need quoting; member ids might.
+      let out = `${raw[0]}${delimiter}${raw[1]}${delimiter}${raw[2]}${delimiter}${cell(raw[3] as string)}${delimiter}${cell(raw[4] as string)}`;
+      for (let i = 0; i < cells.length; i++) {
         const v = raw[system + i];
-        out += delimiter + (v === null || v === undefined ? '' : cell(texts[i](v)));
+        out += delimiter + (v === null || v === undefined ? '' : cells[i](v));
       }
       return out + newline;
     },

@@ -5,7 +5,7 @@ import { type ErrorDetail, invalid } from '../errors.ts';
 import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';
 import { exportStream } from '../export/export-stream.ts';
 import { EXPORT_FORMATS, FORMAT_INFO, type ExportFormat, rowFormatter } from '../export/formats.ts';
-import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+import { type RowsDeps, withTable } from './rows-routes.ts';
 
 const EXPORT_PARAMS = ['format', 'encoding', 'newline', 'header', 'limit', 'filter', 'sort'] as const;
 type ExportParam = (typeof EXPORT_PARAMS)[number];
@@ -49,17 +49,11 @@ function readExportQuery(query: Record<string, unknown>, table: Parameters<typeo
 /** GET /rows-export (the seed spec's "Export rows", CONTRACT §7): every parameter checked before the first byte. */
 export function exportRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.get<{ Params: { table: string } }>('/api/tables/:table/rows-export', async (request, reply) => {
-    const table = await tableOr404(deps, request.params.table);
-    const q = readExportQuery(request.query as Record<string, unknown>, table);
-    const info = FORMAT_INFO[q.format];
-    const encoder = textEncoder(q.encoding);
-    const name = `${table.code ?? table.id}.${info.extension}`;
-    reply
-      .header('content-type', `${info.contentType}; charset=${encoder.charset}`)
-      .header('content-disposition', `attachment; filename="${name}"`)
-      .header('cache-control', 'no-store');
-    return reply.send(
-      exportStream({
+    // Planned again when the table's fields change under it (rows-routes.ts withTable), up to its first rows.
+    const { table, q, encoder, stream } = await withTable(deps, request.params.table, async (table) => {
+      const q = readExportQuery(request.query as Record<string, unknown>, table);
+      const encoder = textEncoder(q.encoding);
+      const stream = await exportStream({
         database: deps.database,
         rows: deps.rows,
         table,
@@ -67,7 +61,15 @@ export function exportRoutes(app: FastifyInstance, deps: RowsDeps): void {
         limit: q.limit,
         formatter: rowFormatter(q.format, table.fields, NEWLINES[q.newline], q.header, deps.database.dialect),
         encoder,
-      }),
-    );
+      });
+      return { table, q, encoder, stream };
+    });
+    const info = FORMAT_INFO[q.format];
+    const name = `${table.code ?? table.id}.${info.extension}`;
+    reply
+      .header('content-type', `${info.contentType}; charset=${encoder.charset}`)
+      .header('content-disposition', `attachment; filename="${name}"`)
+      .header('cache-control', 'no-store');
+    return reply.send(stream);
   });
 }

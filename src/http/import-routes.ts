@@ -55,10 +55,10 @@ export function importRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes:
         const ctx = writeContext(request);
         const body = (request.body as Readable | undefined) ?? request.raw;
         const rows = new FileRows(table, q.format);
-        const source = async function* (): AsyncGenerator<FileRow> {
-          for await (const record of fileRecords(body, q.format, q.encoding, maxFileBytes)) {
-            const row = rows.row(record);
-            if (row) yield row;
+        const source = async function* (): AsyncGenerator<FileRow[]> {
+          for await (const records of fileRecords(body, q.format, q.encoding, maxFileBytes)) {
+            const batch = rows.rows(records);
+            if (batch.length > 0) yield batch;
           }
           if (!rows.hasHeader) throw fileProblem(1, 'the file is empty: it needs a header line naming the columns');
         };

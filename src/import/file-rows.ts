@@ -20,7 +20,7 @@ export interface FileRow {
 export class FileRows {
   readonly warnings: string[] = [];
   /** CSV/TSV: what each column holds, from the header. */
-  private columns: ({ kind: 'id' } | { kind: 'skip' } | { kind: 'field'; field: FieldDef })[] | null = null;
+  private columns: ({ kind: 'id' } | { kind: 'skip' } | { kind: 'field'; field: FieldDef; fromText: ((text: string) => unknown) | undefined })[] | null = null;
   private readonly skipped = new Set<string>();
 
   constructor(
@@ -43,15 +43,25 @@ export class FileRows {
     }
     const values: Record<string, unknown> = {};
     let id: string | undefined;
-    this.columns.forEach((column, i) => {
-      const cell = record.cells[i];
+    const { columns } = this;
+    const { cells } = record;
+    for (let i = 0; i < columns.length; i++) {
+      const column = columns[i];
+      const cell = cells[i];
       if (column.kind === 'id') id = cell === '' ? undefined : cell;
-      else if (column.kind === 'field') {
-        const type = fieldType(column.field.type);
-        values[column.field.code] = cell === '' ? null : type.fromText ? type.fromText(cell) : cell;
-      }
-    });
+      else if (column.kind === 'field') values[column.field.code] = cell === '' ? null : column.fromText ? column.fromText(cell) : cell;
+    }
     return { line: record.line, body: id === undefined ? { values } : { id, values } };
+  }
+
+  /** The rows a batch of records makes (the header line makes none). */
+  rows(records: FileRecord[]): FileRow[] {
+    const rows: FileRow[] = [];
+    for (const record of records) {
+      const row = this.row(record);
+      if (row) rows.push(row);
+    }
+    return rows;
   }
 
   /** Whether the file had a header: a CSV/TSV file without one has no columns at all. */
@@ -72,7 +82,7 @@ export class FileRows {
         this.skip(code);
         return { kind: 'skip' } as const;
       }
-      return { kind: 'field', field } as const;
+      return { kind: 'field', field, fromText: fieldType(field.type).fromText } as const;
     });
   }
 

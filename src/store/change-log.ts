@@ -1,5 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { EventEmitter } from 'node:events';
+import { changeNumbers } from '../domain/row-columns.ts';
 import { recordJsonSql } from '../render/row-json-sql.ts';
 import { type Database, type Db, afterCommit, beforeCommit, readRows } from './database.ts';
 import type { Dialect } from './dialect.ts';
@@ -9,11 +10,19 @@ import type { TableDef } from './table-catalog.ts';
 
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and
- * delete, written in the transaction that makes the change, so a rollback leaves none. Entries are
- * numbered per table: each transaction takes its numbers just before it commits, by raising the
- * table's counter row, whose lock it then holds until it commits. So numbers increase in commit
- * order, and a reader that has seen number n has seen every number below it that will ever
- * exist (on SQLite writes take turns anyway).
+ * delete, written in the transaction that makes the change, so a rollback leaves none. A reader
+ * (the feed, the flows' planning) never passes over a number that may still commit:
+ *
+ * - SQLite: entries are numbered per table, each transaction taking its numbers from the table's
+ *   counter row; writes take turns, so numbers increase in commit order.
+ * - PostgreSQL: entries take their numbers from the table's sequence (row-columns.ts
+ *   changeNumbers), without a lock that other writers wait on: so a number may commit after a
+ *   higher one. Before it takes a number, a transaction holds a shared advisory lock (its guard)
+ *   naming the table and a bound no higher than the numbers it will take, until it ends. A reader
+ *   notes the last number handed out, then the guards held, and only then reads: numbers up to the
+ *   last noted and below every guard of the table are final (readableThrough). A per-table counter
+ *   row locked until commit, as on SQLite, made every writer of a table wait for the one before to
+ *   commit (docs/decisions.md has the figures).
  */
 
 export type ChangeType = 'create' | 'update' | 'delete';
@@ -56,7 +65,7 @@ const PER_STATEMENT = 500;
 /**
  * A transaction holding this many entries of a table writes them at once rather than at its
  * commit, so a large one (an import of a million rows) keeps no more than this many in memory.
- * It then takes the table's numbers early, and holds the counter's lock for the rest of its life.
+ * It then takes the table's numbers early: readers of the table stop below them until it ends.
  */
 const WRITE_AT = 5000;
 
@@ -68,19 +77,49 @@ const TAKE_SQLITE = `insert into rh_change_counters ("tableId", "last", "purgedT
   on conflict ("tableId") do update set "last" = "last" + ? returning "last"`;
 /** SQLite: n entries, numbered by the caller. */
 const entriesStatement = (n: number) => `insert into rh_changes (${ENTRY_COLUMNS}) values ${Array(n).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+/** A guard's key: GUARD_BASE, the table's 20 bits times 2^41, and the bound modulo 2^41. */
+const GUARD_BASE = 2n ** 62n;
+const BOUND_SPAN = 2 ** 41;
+
+/** The 20 bits of a table's id (a UUID) its guards are named by; tables that share them only read more cautiously. */
+function tableBits(tableId: string): number {
+  return parseInt(tableId.replace(/-/g, '').slice(0, 5), 16) || 0;
+}
+
 /**
- * PostgreSQL: the counter raised and n entries written in one statement, one round trip. Binds
- * $1 table id, $2 n, $3 occurredAt, $4 member id, then each entry's type, row id, row, fields.
+ * PostgreSQL: a CTE taking the transaction's guard on the table (its bits bound at `bits`), with
+ * the last number its sequence handed out as the bound: the numbers taken after are higher.
  */
-function bothStatement(n: number): string {
+const guardCte = (tableId: string, bits: string) =>
+  `g as (select pg_advisory_xact_lock_shared(${GUARD_BASE}::bigint + ${bits}::bigint * ${BOUND_SPAN} + s.last_value % ${BOUND_SPAN}) as held from "${changeNumbers(tableId)}" s)`;
+
+/**
+ * PostgreSQL: n entries of the table written in one statement, numbered in order after the guard
+ * is held. Binds $1 table id, $2 the table's bits, $3 occurredAt, $4 member id, then each entry's
+ * type, row id, row, fields. (PostgreSQL computes nextval after the sort, so in the entries' order.)
+ */
+function bothStatement(tableId: string, n: number): string {
   const values = Array.from({ length: n }, (_, k) => `(${k + 1}, $${5 + 4 * k}, $${6 + 4 * k}, $${7 + 4 * k}, $${8 + 4 * k})`).join(', ');
-  return `with c as (
-      insert into rh_change_counters ("tableId", "last", "purgedThrough") values ($1, $2::bigint, 0)
-      on conflict ("tableId") do update set "last" = rh_change_counters."last" + $2::bigint
-      returning "last")
+  return `with ${guardCte(tableId, '$2')}
     insert into rh_changes (${ENTRY_COLUMNS})
-    select $1, c."last" - $2::bigint + v.k, v.type, v.row_id, v.row, v.changed, $3::timestamptz, $4
-    from c, (values ${values}) as v(k, type, row_id, row, changed)`;
+    select $1, nextval('"${changeNumbers(tableId)}"'), v.type, v.row_id, v.row, v.changed, $3::timestamptz, $4
+    from g, (values ${values}) as v(k, type, row_id, row, changed) order by v.k`;
+}
+
+/**
+ * PostgreSQL: a multi-row insert (`insert`, returning every column; $1… its own parameters) and
+ * its rows' create entries in one statement, numbered in the order the rows were written after the
+ * guard is held, the records rendered by the database. Binds after the insert's own: table id, the
+ * table's bits, occurredAt, member id.
+ */
+function insertedWithEntries(table: TableDef, insert: string, params: number): string {
+  const [id, bits, at, member] = [1, 2, 3, 4].map((k) => `$${params + k}`);
+  return `with w as (${insert}),
+    ${guardCte(table.id, bits)},
+    e as (insert into rh_changes (${ENTRY_COLUMNS})
+      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', 'postgres')}, null, ${at}::timestamptz, ${member}::text
+      from g, w)
+    select count(*) as written from w`;
 }
 
 /**
@@ -96,23 +135,62 @@ function insertedStatement(table: TableDef): string {
 
 /**
  * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote; $1… its own
- * parameters) and its entry in one statement. A WITH raises the counter only when the write
- * returned its row, holding its lock until the statement commits. Binds after the write's own:
- * table id, occurredAt, member id, and for an update or upsert the changed fields.
+ * parameters) and its entry in one statement. Its number is taken only when the write returned its
+ * row, after the guard is held (the number's CTE reads the guard's). Binds after the write's own:
+ * table id, the table's bits, occurredAt, member id, and for an update or upsert the changed fields.
  */
 function withEntry(write: string, params: number, what: LoneWrite, table: TableDef): string {
-  const [id, at, member, fields] = [1, 2, 3, 4].map((k) => `$${params + k}`);
+  const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
   const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
   const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w', 'postgres');
-  const counter = `insert into rh_change_counters ("tableId", "last", "purgedThrough")`;
-  const raise = `on conflict ("tableId") do update set "last" = rh_change_counters."last" + excluded."last" returning "last"`;
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
   return `with w as (${write}),
-    c as (${counter} select ${id}::text, 1, 0 from w ${raise}),
-    e as (${entries} select ${id}::text, c."last", ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, c)
+    ${guardCte(table.id, bits)},
+    n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
+    e as (${entries} select ${id}::text, n.number, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, n)
     select * from w`;
+}
+
+/**
+ * The highest number of the table's entries a reader may pass: no entry numbered up to it will
+ * commit later. PostgreSQL: the last number handed out is noted first, then the guards held, and
+ * the caller reads after both (a later statement: a snapshot of its own). A guard's bound,
+ * modulo 2^41, lies behind that last number, or ahead of it (a writer that began after: its
+ * numbers are higher). SQLite: every number taken has committed or rolled back.
+ */
+export async function readableThrough(db: Db, dialect: Dialect, tableId: string): Promise<number> {
+  if (dialect.name !== 'postgres') return Number.MAX_SAFE_INTEGER;
+  const numbers = `"${changeNumbers(tableId)}"`;
+  // null when none was handed out yet; a table deleted has no sequence, and no entry still to come.
+  const [{ last, gone }] = await readRows(db, CompiledQuery.raw('select pg_sequence_last_value(to_regclass($1)) as last, to_regclass($1) is null as gone', [numbers]));
+  if (gone) return Number.MAX_SAFE_INTEGER;
+  const handed = last === null ? 0 : Number(last);
+  const guards = await readRows(
+    db,
+    CompiledQuery.raw(
+      `select (k - ${GUARD_BASE}) % ${BOUND_SPAN} as bound from (
+         -- Other advisory keys (a migration's is negative) would overflow the arithmetic: left out first.
+         select case when classid::bigint between 1073741824 and 2147483647 then classid::bigint * 4294967296 + objid::bigint end as k
+         from pg_locks where locktype = 'advisory' and objsubid = 1) l
+       where k >= ${GUARD_BASE} and (k - ${GUARD_BASE}) / ${BOUND_SPAN} = $1`,
+      [tableBits(tableId)],
+    ),
+  );
+  let through = handed;
+  for (const { bound } of guards) {
+    const behind = ((((handed % BOUND_SPAN) - Number(bound)) % BOUND_SPAN) + BOUND_SPAN) % BOUND_SPAN;
+    // Its numbers lie above its bound (or at it: a sequence not called yet starts there).
+    if (behind < BOUND_SPAN / 2) through = Math.min(through, handed - behind - 1);
+  }
+  return through;
+}
+
+/** The highest number among the table's entries kept (0: none). */
+export async function lastNumber(db: MetaDb, tableId: string): Promise<number> {
+  const newest = await db.selectFrom('rh_changes').select('sequence').where('tableId', '=', tableId).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
+  return newest ? Number(newest.sequence) : 0;
 }
 
 export class ChangeLog {
@@ -174,6 +252,19 @@ export class ChangeLog {
     runNow(text, [table.id, sequence - first, ctx.now, ctx.memberId, first, last]);
   }
 
+  /**
+   * PostgreSQL, in the transaction `tx`: `insert` (a multi-row insert of `n` rows, returning every
+   * column) run with its rows' create entries in one statement (insertedWithEntries): none of them
+   * is rendered or sent by JavaScript. The transaction's entries of the table noted before are
+   * written first, so numbers follow the order of the operations.
+   */
+  async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, insert: CompiledQuery, n: number): Promise<void> {
+    if (!this.dialect.writingWith || !tx.isTransaction) throw new Error('ChangeLog.insertWithEntries: PostgreSQL, in a transaction');
+    await this.writeNoted(tx, this.pendingOf(tx, table, ctx));
+    const text = this.tableStatement(table, `inserted:${n}`, () => insertedWithEntries(table, insert.sql, insert.parameters.length));
+    await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId]));
+  }
+
   /** PostgreSQL: `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
   private withEntry(table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite): CompiledQuery {
     const text = this.tableStatement(table, `${what.type}\u0000${write.sql}`, () => {
@@ -181,7 +272,7 @@ export class ChangeLog {
       this.database.prepare?.(made);
       return made;
     });
-    const params = [...write.parameters, table.id, ctx.now, ctx.memberId];
+    const params = [...write.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId];
     // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
     if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
     return CompiledQuery.raw(text, params);
@@ -212,11 +303,15 @@ export class ChangeLog {
     if (changes.length === 0) return;
     const entry = this.pendingOf(tx, table, ctx);
     for (const c of changes) entry.changes.push(c);
-    if (entry.changes.length >= WRITE_AT) {
-      const early = entry.changes;
-      entry.changes = [];
-      await this.writeTable(tx, { ...entry, changes: early });
-    }
+    if (entry.changes.length >= WRITE_AT) await this.writeNoted(tx, entry);
+  }
+
+  /** Writes the table's entries noted so far now, before its commit, and forgets them. */
+  private async writeNoted(tx: Db, pending: Pending): Promise<void> {
+    if (pending.changes.length === 0) return;
+    const noted = pending.changes;
+    pending.changes = [];
+    await this.writeTable(tx, { ...pending, changes: noted });
   }
 
   /** Takes each table's numbers and writes its entries, tables in id order (so two writers never wait on each other in a cycle). */
@@ -239,7 +334,8 @@ export class ChangeLog {
       // Each entry's type, row id, row and fields, in the order the statement binds them.
       const fields: unknown[] = [];
       for (const c of entries) fields.push(...this.entryFields(table, c));
-      await tx.executeQuery(CompiledQuery.raw(this.statement(`both:${n}`, () => bothStatement(n)), [table.id, n, occurredAt, memberId, ...fields]));
+      const text = this.tableStatement(table, `both:${n}`, () => bothStatement(table.id, n));
+      await tx.executeQuery(CompiledQuery.raw(text, [table.id, tableBits(table.id), occurredAt, memberId, ...fields]));
     }
   }
 
@@ -292,36 +388,44 @@ export class ChangeLog {
     return text;
   }
 
-  /** Raises the table's counter by `n` (locking its row until commit); answers the last number taken. */
-  private async take(tx: MetaDb, tableId: string, n: number): Promise<number> {
-    const row = await tx
-      .insertInto('rh_change_counters')
-      .values({ tableId, last: n, purgedThrough: 0 })
-      .onConflict((oc) => oc.column('tableId').doUpdateSet({ last: sql`${sql.ref('rh_change_counters.last')} + ${n}` }))
-      .returning('last')
-      .executeTakeFirstOrThrow();
-    return Number(row.last);
-  }
-
   /**
    * A table being deleted: a delete entry for each of its rows, numbered in id order, made by one
    * statement in the deleting transaction.
    */
   async tableDeleted(tx: Db, table: { id: string; physical: string }, ctx: { memberId: string; now: string }): Promise<void> {
-    const { count } = (await tx.selectFrom(table.physical).select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow()) as { count: number };
-    const n = Number(count);
-    if (n === 0) return;
-    const last = await this.take(tx as MetaDb, table.id, n);
-    const occurredAt = this.dialect.name === 'postgres' ? sql`cast(${ctx.now} as timestamptz)` : sql`${ctx.now}`;
-    await sql`insert into rh_changes ("tableId", "sequence", "type", "rowId", "row", "changedFields", "occurredAt", "memberId")
-      select ${table.id}, cast(${last - n} as bigint) + row_number() over (order by id), 'delete', id, null, null, ${occurredAt}, ${ctx.memberId}
-      from ${sql.table(table.physical)}`.execute(tx);
+    const rows = sql.table(table.physical);
+    const columns = sql.raw(ENTRY_COLUMNS);
+    if (this.dialect.name === 'postgres') {
+      await sql`with ${sql.raw(guardCte(table.id, String(tableBits(table.id))))}
+        insert into rh_changes (${columns})
+        select ${table.id}, nextval(${`"${changeNumbers(table.id)}"`}), 'delete', r.id, null, null, cast(${ctx.now} as timestamptz), ${ctx.memberId}
+        from g, ${rows} as r order by r.id`.execute(tx);
+    } else {
+      const { count } = (await tx.selectFrom(table.physical).select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow()) as { count: number };
+      const n = Number(count);
+      if (n === 0) return;
+      const { runNow } = this.database;
+      if (!runNow) throw new Error('ChangeLog: SQLite without Database.runNow');
+      const first = this.takeNow(runNow, table.id, n);
+      await sql`insert into rh_changes (${columns})
+        select ${table.id}, cast(${first - 1} as bigint) + row_number() over (order by id), 'delete', id, null, null, ${ctx.now}, ${ctx.memberId}
+        from ${rows}`.execute(tx);
+    }
     afterCommit(tx, () => this.committed.emit('table', table.id));
   }
 
-  /** Entries of a table after `after`, in order, as stored (their row and fields as JSON text). */
+  /** Entries of a table after `after`, in order, as stored (their row and fields as JSON text), up to the last a reader may pass. */
   async read(db: Db, tableId: string, after: number, limit: number): Promise<Meta['rh_changes'][]> {
-    const query = (db as MetaDb).selectFrom('rh_changes').selectAll().where('tableId', '=', tableId).where('sequence', '>', after).orderBy('sequence').limit(limit).compile();
+    const through = await readableThrough(db, this.dialect, tableId);
+    const query = (db as MetaDb)
+      .selectFrom('rh_changes')
+      .selectAll()
+      .where('tableId', '=', tableId)
+      .where('sequence', '>', after)
+      .where('sequence', '<=', through)
+      .orderBy('sequence')
+      .limit(limit)
+      .compile();
     return (await readRows(db, query)) as Meta['rh_changes'][];
   }
 
@@ -346,14 +450,22 @@ export class ChangeLog {
     /** The first entry of the table numbered `from` or above, and whether it is older than the cutoff. */
     const first = async (tableId: string, from: number) =>
       db.selectFrom('rh_changes').select(['sequence', old.as('old')]).where('tableId', '=', tableId).where('sequence', '>=', from).orderBy('sequence').limit(1).executeTakeFirst();
-    const tables = await db.selectFrom('rh_change_counters').select(['tableId', 'last', 'purgedThrough']).whereRef('last', '>', 'purgedThrough').execute();
+    // The tables with entries, found along the key's index one table to the next (not by reading every entry).
+    const { rows: tables } = await sql<{ tableId: string }>`with recursive t(id) as (
+        select min("tableId") from rh_changes
+        union all
+        select (select min(e."tableId") from rh_changes e where e."tableId" > t.id) from t where t.id is not null)
+      select id as "tableId" from t where id is not null`.execute(db);
     let deleted = 0;
-    for (const { tableId, last, purgedThrough } of tables) {
-      const oldest = await first(tableId, Number(purgedThrough) + 1);
+    for (const { tableId } of tables) {
+      const oldest = await first(tableId, (await this.purgedThrough(db, tableId)) + 1);
       if (!oldest || Number(oldest.old) !== 1) continue;
+      // Up to the last entry a reader may pass: one still to commit below it must not be left behind purgedThrough.
+      const last = Math.min(await lastNumber(db, tableId), await readableThrough(db, this.dialect, tableId));
       // The last old entry lies in [lo, hi): lo is old, hi is young (or past the last).
       let lo = Number(oldest.sequence);
-      let hi = Number(last) + 1;
+      let hi = last + 1;
+      if (lo >= hi) continue;
       while (hi - lo > 1) {
         const mid = Math.floor((lo + hi) / 2);
         const e = await first(tableId, mid);
@@ -363,7 +475,12 @@ export class ChangeLog {
       await db.transaction().execute(async (tx) => {
         const r = await tx.deleteFrom('rh_changes').where('tableId', '=', tableId).where('sequence', '<=', lo).executeTakeFirst();
         deleted += Number(r.numDeletedRows);
-        await tx.updateTable('rh_change_counters').set({ purgedThrough: lo }).where('tableId', '=', tableId).where('purgedThrough', '<', lo).execute();
+        // On PostgreSQL a table's counter row holds only this (its entries are numbered by the sequence).
+        await tx
+          .insertInto('rh_change_counters')
+          .values({ tableId, last: lo, purgedThrough: lo })
+          .onConflict((oc) => oc.column('tableId').doUpdateSet({ purgedThrough: lo }).where('rh_change_counters.purgedThrough', '<', lo))
+          .execute();
       });
     }
     return deleted;

@@ -99,7 +99,8 @@ export const sqliteDialect: Dialect = {
     const code = errCode(err);
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
-  isSchemaChanged: (err) => errCode(err) === 'SQLITE_ERROR' && /no such (column|table)/.test(messageOf(err)) && USER_TABLE_NAME.test(messageOf(err)),
+  // An insert naming a dropped column: "table … has no column named …"; other statements: "no such column: …".
+  isSchemaChanged: (err) => errCode(err) === 'SQLITE_ERROR' && /no such (column|table)|has no column named/.test(messageOf(err)) && USER_TABLE_NAME.test(messageOf(err)),
   isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(messageOf(err)),
   // One write transaction at a time, each taking the lock as it begins (BEGIN IMMEDIATE, database.ts):
   // none is given up for another, and a migration's transaction already keeps other instances waiting.

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type CreateTableBuilder, sql } from 'kysely';
+import { changeNumbers } from '../domain/row-columns.ts';
 import type { Db } from './database.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
 import type { MetaDb } from './meta-schema.ts';
@@ -293,19 +294,41 @@ const migrations: Migration[] = [
       await sql`alter table rh_changes_next rename to rh_changes`.execute(db);
     },
   },
+  {
+    version: 11,
+    name: 'change numbers from a sequence per table (PostgreSQL)',
+    async up(db, dialect) {
+      // change-log.ts: each table's entries are numbered by a sequence of its own, not by a counter
+      // row each writer of the table waited on. It goes on from the counter, so cursors held stay good.
+      if (dialect.name !== 'postgres') return;
+      const { rows } = await sql<{ id: string; last: string | null }>`
+        select t.id, c."last" from rh_tables t left join rh_change_counters c on c."tableId" = t.id`.execute(db);
+      for (const { id, last } of rows) {
+        const { rows: made } = await sql<{ missing: boolean }>`select to_regclass(${changeNumbers(id)}) is null as missing`.execute(db);
+        if (!made[0].missing) continue;
+        await sql`create sequence ${sql.id(changeNumbers(id))} as bigint`.execute(db);
+        if (Number(last ?? 0) > 0) await sql`select setval(${changeNumbers(id)}, ${Number(last)})`.execute(db);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
 
 /** Applies every pending migration; safe to run from several instances at once. */
 export async function migrate(db: MetaDb, dialect: Dialect): Promise<number[]> {
-  await db.schema
-    .createTable('rh_migrations')
-    .ifNotExists()
-    .addColumn('version', 'integer', (c) => c.primaryKey())
-    .addColumn('name', 'text', (c) => c.notNull())
-    .addColumn('appliedAt', 'text', (c) => c.notNull())
-    .execute();
+  // Under the migrations' lock too: two instances starting together on an empty PostgreSQL would
+  // both create the table, and one would fail (a duplicate row in pg_type) and exit.
+  await db.transaction().execute(async (tx) => {
+    await dialect.lockMigrations(tx);
+    await tx.schema
+      .createTable('rh_migrations')
+      .ifNotExists()
+      .addColumn('version', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('appliedAt', 'text', (c) => c.notNull())
+      .execute();
+  });
   const applied: number[] = [];
   for (const m of migrations) {
     const done = await db.transaction().execute(async (tx) => {

@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before, it } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { within } from '../support/wire.ts';
 
 /**
  * Export streaming against a real listening server (CONTRACT §7: "streamed with bounded memory
@@ -19,19 +20,6 @@ const EXPECTED_IDS = Array.from({ length: TOTAL }, (_, i) => idOf(i));
 const CSV = '?format=csv&encoding=utf8&newline=lf';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Fails instead of hanging when a request is not answered in time. */
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 eachDatabase('rows: export streaming', (kind) => {
   let t: TestApp;

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import iconv from 'iconv-lite';
+import { sql } from 'kysely';
+import { physicalColumn, physicalTable } from '../../src/store/user-tables.ts';
 import { type Reply, TEST_KEY, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
 
 /**
@@ -428,6 +430,22 @@ eachDatabase('rows: export', (kind) => {
     const put = await t.put(`/api/tables/${table.id}`, { fields: [{ code: 'b', type: 'number' }, ...table.fields] });
     assert.equal(put.status, 200, put.text);
     assert.equal((await exportOk(table.code, csv)).text, `id,createdAt,updatedAt,createdBy,updatedBy,b,a\n${line},,A\n`);
+  });
+
+  it('a column the database no longer has answers 409 before any byte, and exports again once it is back', async () => {
+    // The column dropped behind the service's back: its cached definition still names it, as a
+    // definition planned just before a concurrent PUT removed the field would.
+    const table = await makeTable([{ code: 'a', type: 'text' }, { code: 'gone', type: 'text' }]);
+    await bulk(table.code, [{ id: 'x1', values: { a: 'A', gone: 'G' } }]);
+    const csv = { format: 'csv', encoding: 'utf8', newline: 'lf' };
+    assert.equal((await exportOk(table.code, csv)).status, 200);
+    const gone = table.fields.find((f: { code: string }) => f.code === 'gone');
+    await sql.raw(`alter table "${physicalTable(table.id)}" drop column "${physicalColumn(gone.id)}"`).execute(t.database.db);
+    const r = await t.get(`/api/tables/${table.code}/rows-export`, { query: csv });
+    assert.match(String(expectError(r, 409).message), /fields changed/, r.text);
+    // The column back, the same export answers again.
+    await sql.raw(`alter table "${physicalTable(table.id)}" add column "${physicalColumn(gone.id)}" text`).execute(t.database.db);
+    assert.match((await exportOk(table.code, csv)).text, /^id,createdAt,updatedAt,createdBy,updatedBy,a,gone\nx1,.*,A,\n$/);
   });
 
   describe('filter, sort and limit', () => {

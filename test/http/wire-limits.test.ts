@@ -6,6 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { within } from '../support/wire.ts';
 
 /**
  * Limits on the wire, against a real listening server and real clients (issue 17, items 1, 2, 6):
@@ -21,18 +22,6 @@ const FILE_LIMIT = 4 * MiB;
 const HAS_PYTHON = spawnSync('python3', ['--version']).status === 0;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 interface Answer {
   status: number;

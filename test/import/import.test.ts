@@ -93,6 +93,20 @@ eachDatabase('rows: import', (kind) => {
     expectError(await t.get(`/api/tables/${table}/rows/x3`), 404);
   });
 
+  it('SQLite: the connection settings an atomic import changes are put back, after a good file and a bad one', async (c) => {
+    const { runNow } = t.database;
+    if (kind !== 'sqlite' || !runNow) return c.skip('SQLite only');
+    const settings = () => ['cache_size', 'wal_autocheckpoint'].map((name) => Object.values(runNow(`pragma ${name}`, [])[0])[0]);
+    const before = settings();
+    const table = await freshTable();
+    assert.equal((await importFile(table, 'title,n\nfine,1\n', { format: 'csv', encoding: 'utf8' })).status, 200);
+    assert.deepEqual(settings(), before);
+    expectError(await importFile(table, 'title,n\nbad,notanumber\n', { format: 'csv', encoding: 'utf8' }), 400);
+    assert.deepEqual(settings(), before);
+    expectError(await importFile(table, 'title,n\n"never closed,2\n', { format: 'csv', encoding: 'utf8' }), 400);
+    assert.deepEqual(settings(), before);
+  });
+
   it('with atomic=false writes the good rows and names the bad ones', async () => {
     const table = await freshTable();
     const r = await importFile(table, 'title,n\nfine,1\nbad,notanumber\nalso fine,2\n', { format: 'csv', encoding: 'utf8', atomic: 'false' });

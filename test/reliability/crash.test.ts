@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
-import { freePort, type Answer, callJson } from '../support/wire.ts';
+import { type Server, buildProject, complaints, serve, stopAll, stopServers } from '../support/served.ts';
+import { type Answer, callJson } from '../support/wire.ts';
 
 /**
  * Issue 17 (reliability), crash safety: `rowhouse serve` in a child process takes single, bulk
@@ -30,9 +26,8 @@ import { freePort, type Answer, callJson } from '../support/wire.ts';
  *   again and replayed from nothing every FULL_FEED_EVERY cycles and at the end (the part read
  *   before must not have changed).
  *
- * The server is the project's own launcher (bin/rowhouse.mjs) over a build of the current src/
- * (scripts/build.mjs, in a scratch copy of the project made once): through tsx every restart
- * took 2-3 s instead of about half a second.
+ * The server is the project's own launcher over a build of the current src/, made once
+ * (test/support/served.ts): through tsx every restart took 2-3 s instead of about half a second.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -40,7 +35,6 @@ type Row = Record<string, any>;
 type Values = { title: string; mark: string | null; n: number | null };
 type TableCode = 'ka' | 'kb';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CYCLES = Number(process.env.ROWHOUSE_CRASH_CYCLES || 100);
 const CLIENTS = Number(process.env.ROWHOUSE_CRASH_CLIENTS || 4);
 const FULL_FEED_EVERY = 25;
@@ -54,101 +48,16 @@ const FIELDS = [
 ];
 
 let project: string;
-const scratchDirs: string[] = [];
-/** Servers still running: a failed test leaves none behind (it would keep the test process alive). */
-const running = new Set<ChildProcess>();
 
 before(() => {
-  // A copy of the project with the build of the current sources, which the launcher runs.
-  project = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-crash-build-'));
-  scratchDirs.push(project);
-  fs.cpSync(path.join(ROOT, 'src'), path.join(project, 'src'), { recursive: true });
-  fs.mkdirSync(path.join(project, 'scripts'));
-  fs.copyFileSync(path.join(ROOT, 'scripts/build.mjs'), path.join(project, 'scripts/build.mjs'));
-  fs.mkdirSync(path.join(project, 'bin'));
-  fs.copyFileSync(path.join(ROOT, 'bin/rowhouse.mjs'), path.join(project, 'bin/rowhouse.mjs'));
-  fs.writeFileSync(path.join(project, 'package.json'), '{"type":"module"}');
-  fs.symlinkSync(fs.realpathSync(path.join(ROOT, 'node_modules')), path.join(project, 'node_modules'));
-  const built = spawnSync(process.execPath, [path.join(project, 'scripts/build.mjs')], { cwd: project, encoding: 'utf8' });
-  assert.equal(built.status, 0, `build failed:\n${built.stdout}\n${built.stderr}`);
+  project = buildProject('rowhouse-crash-build-');
 });
-after(() => {
-  for (const child of running) child.kill('SIGKILL');
-  for (const dir of scratchDirs) fs.rmSync(dir, { recursive: true, force: true });
-});
+after(stopAll);
 
-/** The parent's environment without any Rowhouse setting, plus the given ones (as test/cli.test.ts). */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('ROWHOUSE_') || k.startsWith('NODE_TEST') || ['DATABASE_URL', 'PORT', 'HOST', 'NODE_OPTIONS'].includes(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ROWHOUSE_LOG_LEVEL: 'warn', ...extra };
+/** Starts `rowhouse serve` over the database and waits until it listens. */
+function serveOn(db: ScratchDatabase): Promise<Server> {
+  return serve(project, { cwd: db.dir, env: { DATABASE_URL: db.url, ROWHOUSE_DATA_DIR: db.dir, ROWHOUSE_API_KEY: TEST_KEY } });
 }
-
-
-interface Server {
-  child: ChildProcess;
-  base: string;
-  stdout(): string;
-  stderr(): string;
-  closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** Starts `rowhouse serve` over the database and waits until it listens (a start that hangs is killed). */
-async function serve(db: ScratchDatabase): Promise<Server> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(project, 'bin/rowhouse.mjs'), 'serve'], {
-    cwd: db.dir,
-    env: childEnv({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, ROWHOUSE_DATA_DIR: db.dir, ROWHOUSE_API_KEY: TEST_KEY }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => (stdout += d));
-  child.stderr?.on('data', (d) => (stderr += d));
-  running.add(child);
-  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('close', (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal });
-    }),
-  );
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (stdout.includes('Rowhouse is listening on')) {
-          child.stdout?.off('data', check);
-          resolve();
-        }
-      };
-      child.stdout?.on('data', check);
-      closed.then((r) => reject(new Error(`serve exited (${r.code ?? r.signal}) before listening:\n${stdout}\n${stderr}`)));
-    });
-  } finally {
-    clearTimeout(killer);
-  }
-  return { child, base: `http://127.0.0.1:${port}`, stdout: () => stdout, stderr: () => stderr, closed };
-}
-
-/** What a process said that indicates a problem: anything on stderr, and log lines of level warn (40) or above. */
-function complaints(server: Server): string[] {
-  const out: string[] = [];
-  if (server.stderr().trim() !== '') out.push(`stderr: ${server.stderr().slice(0, 1000)}`);
-  for (const line of server.stdout().split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const entry = JSON.parse(line);
-      if (typeof entry.level === 'number' && entry.level >= 40) out.push(`log: ${line.slice(0, 500)}`);
-    } catch {
-      // a line cut off by the kill
-    }
-  }
-  return out;
-}
-
 
 /** A request; throws when no whole answer came (the connection was reset by the kill). */
 const call = callJson;
@@ -447,7 +356,7 @@ eachDatabase('reliability: SIGKILL of rowhouse serve under concurrent writes', (
   });
   after(async () => {
     // A failed test's server is stopped before its database is dropped.
-    await Promise.all([...running].map((child) => new Promise((resolve) => child.once('close', resolve).kill('SIGKILL'))));
+    await stopServers();
     await db?.drop();
   });
 
@@ -535,7 +444,7 @@ eachDatabase('reliability: SIGKILL of rowhouse serve under concurrent writes', (
         .join('; ');
     }
 
-    let server = await serve(db);
+    let server = await serveOn(db);
     for (const t of TABLES) {
       const r = await call(server.base, 'POST', '/api/tables', { code: t, name: t, fields: FIELDS });
       assert.equal(r.status, 201, r.text);
@@ -551,20 +460,20 @@ eachDatabase('reliability: SIGKILL of rowhouse serve under concurrent writes', (
       await Promise.all(streams);
       const exit = await server.closed;
       assert.equal(exit.signal, 'SIGKILL', `process of cycle ${cycle} ended by itself (${exit.code})`);
-      assert.deepEqual(complaints(server), [], `the process of cycle ${cycle}`);
+      assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the process of cycle ${cycle}`);
       assert.deepEqual(refused, [], `requests of cycle ${cycle} refused`);
 
       const t0 = Date.now();
-      server = await serve(db);
+      server = await serveOn(db);
       stats.startMs += Date.now() - t0;
       await verify(server, cycle, cycle % FULL_FEED_EVERY === 0 || cycle === CYCLES);
-      assert.deepEqual(complaints(server), [], `the start after cycle ${cycle}`);
+      assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the start after cycle ${cycle}`);
     }
     // A last, orderly stop.
     server.child.kill('SIGTERM');
     const exit = await server.closed;
     assert.equal(exit.code, 0, `SIGTERM: exit ${exit.code ?? exit.signal}\n${server.stderr()}`);
-    assert.deepEqual(complaints(server), []);
+    assert.deepEqual(complaints(server, { allowCutLines: true }), []);
 
     stats.acknowledged = clients.reduce((s, c) => s + c.acknowledged, 0);
     stats.changes = [...replays.values()].reduce((s, r) => s + r.changes, 0);

@@ -85,6 +85,11 @@ eachDatabase('toHttpError', (kind) => {
     assert.equal(known?.code, 'schema_changed');
     assert.equal(known?.statusCode, 409);
     assert.equal(classify(gone, { kind: 'row', id: 'r-1' })?.code, 'schema_changed');
+    // An insert or an update naming it (SQLite words an insert's refusal differently).
+    const inserted = await failure(t.database.db.insertInto(physicalTable(tableId)).values({ id: 'r-2', [column]: 'n' }).execute());
+    assert.equal(classify(inserted)?.code, 'schema_changed', String(inserted));
+    const updated = await failure(t.database.db.updateTable(physicalTable(tableId)).set({ [column]: 'n' }).execute());
+    assert.equal(classify(updated)?.code, 'schema_changed', String(updated));
 
     // Only user tables and fields change under a running request: a metadata table missing is a fault.
     assert.equal(classify(await failure(sql`select * from rh_no_such_table`.execute(t.database.db))), undefined);

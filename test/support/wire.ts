@@ -15,6 +15,19 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** `p`, or a failure naming `what` when it has not settled within `ms` (instead of a test that hangs). */
+export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** An answer: its status, its body as JSON (undefined when empty or not JSON) and as text. */
 export interface Answer {
   status: number;
@@ -23,11 +36,11 @@ export interface Answer {
   text: string;
 }
 
-/** A request with the test key and a JSON body, by fetch; throws when no whole answer came (a connection reset). */
-export async function callJson(base: string, method: string, path: string, body?: unknown): Promise<Answer> {
+/** A request with the test key (or `key`) and a JSON body, by fetch; throws when no whole answer came (a connection reset). */
+export async function callJson(base: string, method: string, path: string, body?: unknown, key = TEST_KEY): Promise<Answer> {
   const res = await fetch(base + path, {
     method,
-    headers: { 'x-api-key': TEST_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();

@@ -8,6 +8,7 @@ export const booleanType: FieldType = {
   toDb: (value, codec) => codec.encodeBoolean(value as boolean),
   fromDb: (raw, codec) => codec.decodeBoolean(raw),
   toText: (value) => (value ? 'true' : 'false'),
+  plainText: true,
   fromText: (text) => (text === 'true' ? true : text === 'false' ? false : text),
   filterOps: ['_eq'],
   sortable: true,

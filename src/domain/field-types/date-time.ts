@@ -10,6 +10,7 @@ export const dateTimeType: FieldType = {
     return iso === null ? fail('must be an ISO 8601 date-time with an offset, like 2024-05-01T09:30:00Z') : ok(iso);
   },
   ...textColumn,
+  plainText: true,
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: () => ({ type: 'string', format: 'date-time' }),

@@ -8,6 +8,7 @@ export const dateType: FieldType = {
   parse: (value) =>
     typeof value === 'string' && isDate(value) ? ok(value) : fail('must be a calendar date as YYYY-MM-DD'),
   ...textColumn,
+  plainText: true,
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: () => ({ type: 'string', format: 'date' }),

@@ -53,6 +53,8 @@ export interface FieldType {
   sortable: boolean;
   /** A read value (never null) as the text of one CSV/TSV cell, before quoting. */
   toText(value: unknown): string;
+  /** Whether toText never yields a delimiter (comma, tab), `"`, CR or LF, so its cells need no quoting test. */
+  plainText?: boolean;
   /**
    * A CSV/TSV cell of an import (never empty: an empty cell is null) as the value written, which
    * `parse` then checks; the inverse of toText. Default: the text itself. Not given for a type

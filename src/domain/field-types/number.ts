@@ -20,6 +20,7 @@ export const numberType: FieldType = {
   toDb: (value) => value,
   fromDb: (raw) => Number(raw),
   toText: (value) => String(value),
+  plainText: true,
   // As JavaScript writes numbers (toText): anything else stays text, which parse refuses.
   fromText: (text) => (/^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : text),
   filterOps: ORDER_OPS,

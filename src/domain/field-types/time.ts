@@ -7,6 +7,7 @@ export const timeType: FieldType = {
   optionsSchema: { type: 'object', additionalProperties: false },
   parse: (value) => (typeof value === 'string' && isTime(value) ? ok(value) : fail('must be a time as HH:MM:SS')),
   ...textColumn,
+  plainText: true,
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: () => ({ type: 'string', pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$' }),

@@ -8,6 +8,7 @@ export const yearMonthType: FieldType = {
   parse: (value) =>
     typeof value === 'string' && isYearMonth(value) ? ok(value) : fail('must be a year and month as YYYY-MM'),
   ...textColumn,
+  plainText: true,
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: () => ({ type: 'string', pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$' }),

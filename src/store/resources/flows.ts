@@ -6,6 +6,7 @@ import { parseRowFilter } from '../../domain/row-filter.ts';
 import { type ErrorDetail, invalid } from '../../errors.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
+import { lastNumber } from '../change-log.ts';
 import { loadFields } from '../table-catalog.ts';
 import { AUDIT_RELATIONS, type Attrs, type ResourceSpec } from './resource-spec.ts';
 
@@ -42,8 +43,7 @@ async function resolveDefinition(tx: MetaDb, dialect: Dialect, definition: FlowD
 
 /** Starts (or starts again) the flow's reading of its table's change log after the latest change. */
 async function startCursor(tx: MetaDb, flowId: string, tableId: string): Promise<void> {
-  const counter = await tx.selectFrom('rh_change_counters').select('last').where('tableId', '=', tableId).executeTakeFirst();
-  const sequence = counter ? Number(counter.last) : 0;
+  const sequence = await lastNumber(tx, tableId);
   await tx
     .insertInto('rh_flow_cursors')
     .values({ flowId, tableId, sequence })

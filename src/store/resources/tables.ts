@@ -266,7 +266,7 @@ export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion =
         await lockTable(tx, item.id);
         await changes?.tableDeleted(tx, { id: item.id, physical: physicalTable(item.id) }, ctx);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
-        await dropUserTable(tx, item.id);
+        await dropUserTable(tx, dialect, item.id);
         await files?.releaseTable(tx, item.id);
       },
       async decorate(db, items) {
