@@ -68,7 +68,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
   }
 }
 
-const FAST = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BASE_MS: '50', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '400', ROWHOUSE_WEBHOOK_ATTEMPTS: '4' };
+const FAST = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BASE_MS: '50', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '2000', ROWHOUSE_WEBHOOK_ATTEMPTS: '4' };
 
 eachDatabase('webhooks: flows deliver changes', (kind) => {
   let t: TestApp;
