@@ -4,6 +4,7 @@
 // packages under node_modules) and by function.
 //   node --import tsx bench/profile.ts [get|first|paid|patch|bulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
+// PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid and patch.
 import fs from 'node:fs';
 import os from 'node:os';
 import { SourceMap, type SourceMapping } from 'node:module';
@@ -13,11 +14,11 @@ import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
 import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
-import { BENCH_KEY, ROOT, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, startFloor, startService } from './support/processes.ts';
 
 const WORKLOAD = process.argv[2] ?? 'get';
 const SECONDS = Number(process.argv[3] ?? 5);
-const N = 20_000;
+const N = Number(process.env.PROFILE_ROWS ?? 20_000);
 
 interface ProfileNode {
   id: number;
@@ -71,7 +72,7 @@ function summarise(profile: Profile): void {
   console.log(`\nbusy ${busy.toFixed(0)} ms of ${total.toFixed(0)} ms sampled; self time by module:`);
   for (const [name, ms] of top(modules, 18)) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
   console.log('\ntop functions by self time:');
-  for (const [name, ms] of top(functions, 25)) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
+  for (const [name, ms] of top(functions, Number(process.env.PROFILE_TOP ?? 25))) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
 }
 
 const ds = await dataset();
@@ -80,12 +81,17 @@ const profiles = path.join(dir, 'profiles');
 const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
 const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
 let service = await startService(env);
-await createBenchTable(service.url);
+const table = await createBenchTable(service.url);
 await loadThroughApi(service.url, 'bench', N);
 await service.stop();
 
+const FLOOR = process.env.PROFILE_FLOOR === '1';
 process.env.PROFILE_SERVICE = profiles;
-service = await startService(env);
+service = FLOOR
+  ? await startFloor(postgres ? postgres.url : path.join(dir, 'rowhouse.db'), [
+      { physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) },
+    ])
+  : await startService(env);
 delete process.env.PROFILE_SERVICE;
 let k = 0;
 const auth = { 'x-api-key': BENCH_KEY };
@@ -95,7 +101,7 @@ const paid =
   `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
 let p = 0;
-const requests = {
+const serviceRequests = {
   patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
   bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
   first: { path: '/api/tables/bench/rows', headers: auth },
@@ -103,6 +109,13 @@ const requests = {
   get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
   export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
 };
+const floorRequests = {
+  patch: { ...serviceRequests.patch, path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
+  first: { path: '/first' },
+  paid: { path: '/paid' },
+  get: { path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
+};
+const requests: Record<string, Parameters<typeof load>[1]> = FLOOR ? floorRequests : serviceRequests;
 if (WORKLOAD === 'import') {
   const rows = Number(process.argv[3] ?? 200_000);
   await createBenchTable(service.url, 'imported');
@@ -111,10 +124,10 @@ if (WORKLOAD === 'import') {
   console.log(`import on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${answer.created} rows, ${Math.round(rows / ((Date.now() - started) / 1000))} rows/s`);
 } else {
   if (!(WORKLOAD in requests)) throw new Error(`unknown workload ${WORKLOAD}: use import, ${Object.keys(requests).join(', ')}`);
-  const request = requests[WORKLOAD as keyof typeof requests];
+  const request = requests[WORKLOAD];
   await load(service.url, request, 1);
   const result = await load(service.url, request, SECONDS);
-  console.log(`${WORKLOAD} on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+  console.log(`${WORKLOAD} on ${FLOOR ? 'the floor, ' : ''}${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
 }
 await service.stop();
 await postgres?.stop();

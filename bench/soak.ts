@@ -2,8 +2,9 @@
 // reporting requests, errors, p99 latency and how the service's memory moves. Each of 10
 // connections cycles through reads (first page, a sorted filter, get by id, the changes feed, a
 // small filtered CSV export) and writes (create, patch, a 50-row bulk create, a batch), on a table
-// loaded through the API. RSS is sampled every second; after the warm-up (the first fifth of the
-// run, at least 10 s) it must stay flat: the median of the last tenth of the samples at most
+// loaded through the API. RssAnon (the service's own memory: a leak shows there; the database
+// pages SQLite's reader maps are file cache, in RssFile, reported beside it) is sampled every
+// second; after the warm-up (the first fifth of the run, at least 10 s) it must stay flat: the median of the last tenth of the samples at most
 // 16 MiB above the median of the tenth after the warm-up. Any error or non-2xx answer fails it.
 //   npm run build && node --import tsx bench/soak.ts [seconds=300] [rows=20000]      (BENCH_DATABASE=postgres too)
 import autocannon from 'autocannon';
@@ -66,10 +67,16 @@ const requests: Req[] = [
   { method: 'GET', path: () => `/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf&filter=${q({ values: { amount: { _gt: 9_950 } } })}` },
 ];
 
+/** RssAnon each second: memory of the service's own, where a leak would show (memory() in processes.ts). */
 const samples: number[] = [];
+let fileMiB = { first: 0, last: 0 };
 /** Non-2xx answers by request kind, with the first one's body. */
 const refused = new Map<string, { n: number; body: string }>();
-const timer = setInterval(() => samples.push(memory(pid).rss), 1000);
+const timer = setInterval(() => {
+  const m = memory(pid);
+  samples.push(m.anon);
+  fileMiB = { first: fileMiB.first || m.file, last: m.file };
+}, 1000);
 const result = await autocannon({
   url: service.url,
   connections: 10,
@@ -104,7 +111,8 @@ console.log(`\n${postgres ? 'PostgreSQL' : 'SQLite'}: ${SECONDS} s of mixed traf
 console.log(`requests ${result.requests.total} (${result.requests.average.toFixed(0)}/s); errors ${result.errors}, timeouts ${result.timeouts}, non-2xx ${result.non2xx}`);
 for (const [what, { n, body }] of refused) console.log(`  ${n} × ${what}: ${body.slice(0, 200)}`);
 console.log(`latency ms: p50 ${result.latency.p50}, p99 ${result.latency.p99}, max ${result.latency.max}`);
-console.log(`RSS MiB: start ${samples[0]?.toFixed(1)}, after warm-up ${after.toFixed(1)}, end ${end.toFixed(1)}, peak ${Math.max(...samples).toFixed(1)}; drift ${drift.toFixed(1)} (${samples.length} samples)`);
+console.log(`RssAnon MiB: start ${samples[0]?.toFixed(1)}, after warm-up ${after.toFixed(1)}, end ${end.toFixed(1)}, peak ${Math.max(...samples).toFixed(1)}; drift ${drift.toFixed(1)} (${samples.length} samples)`);
+console.log(`RssFile MiB (mapped files: code, and SQLite's mapped database pages): first sample ${fileMiB.first.toFixed(1)}, last ${fileMiB.last.toFixed(1)}`);
 const budgets: [string, boolean][] = [
   ['no errors, timeouts or non-2xx answers', failures === 0],
   [`memory flat after warm-up: drift at most ${DRIFT_BUDGET_MIB} MiB (${drift.toFixed(1)})`, drift <= DRIFT_BUDGET_MIB],

@@ -62,12 +62,15 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   };
 }
 
+/** PROFILE_SERVICE=DIR: node's arguments that write a CPU profile of the process started there. */
+function profiled(): string[] {
+  return process.env.PROFILE_SERVICE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_SERVICE}`] : [];
+}
+
 /** The service as a user runs it: `rowhouse serve`. */
 export async function startService(env: Record<string, string>): Promise<Proc> {
   const port = await freePort();
-  // PROFILE_SERVICE=DIR writes a CPU profile of the service there.
-  const profile = process.env.PROFILE_SERVICE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_SERVICE}`] : [];
-  return startProcess([...profile, 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
+  return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */
@@ -83,18 +86,22 @@ export async function startFloor(db: string, tables: { physical: string; columns
   const port = await freePort();
   const script = db.startsWith('postgres') ? 'bench/floor-server-pg.ts' : 'bench/floor-server.ts';
   return startProcess(
-    ['--import', 'tsx', script],
+    [...profiled(), '--import', 'tsx', script],
     { PORT: String(port), FLOOR_DB: db, FLOOR_TABLES: JSON.stringify(tables) },
     port,
     '/healthz',
   );
 }
 
-/** VmRSS and VmHWM of a process, in MiB. */
-export function memory(pid: number): { rss: number; hwm: number } {
+/**
+ * VmRSS and VmHWM of a process, in MiB, and VmRSS in two parts: RssAnon (heap and every other
+ * memory of its own) and RssFile (pages of files it maps, such as the database file SQLite's
+ * request reader maps, which are the OS's file cache, shared and dropped when memory is short).
+ */
+export function memory(pid: number): { rss: number; hwm: number; anon: number; file: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
 /** User and system CPU time of a process so far, all threads, in ms (clock ticks of 10 ms): unlike wall time, other load barely moves it. */

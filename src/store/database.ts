@@ -180,6 +180,21 @@ function sameSemantics(conn: SqliteDatabase.Database): void {
 }
 
 /**
+ * The connection for reads outside transactions. It maps the first 256 MiB of the database file
+ * into memory rather than copy each page it reads out of the OS's cache: a random row by id in a
+ * 260 MB file took 9.5 µs instead of 12 (a scratch loop over 200,000 rows), and the service spent
+ * 13% less CPU on a get by id, 6-8% on a list page (two builds side by side). The mapped pages are
+ * the OS's file cache, counted in the process's RSS as RssFile once touched, never its own heap.
+ * Exports read on connections of their own without the map: a whole-table read would map it all.
+ */
+function requestReader(Sqlite: typeof SqliteDatabase, file: string): SqliteDatabase.Database {
+  const conn = new Sqlite(file, { readonly: true });
+  conn.pragma('mmap_size = 268435456');
+  sameSemantics(conn);
+  return conn;
+}
+
+/**
  * SQLite transactions take the write lock when they begin (BEGIN IMMEDIATE), waiting for it as
  * long as busy_timeout allows. A deferred one that read first could not take it later if another
  * connection (the statistics worker) had committed meanwhile: SQLite would fail it at once.
@@ -219,13 +234,21 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   // A second connection to :memory: would be another database, so that one reads in line.
   let reader: SqliteDatabase.Database | undefined;
   const exporters = new Set<SqliteDatabase.Database>();
-  let metadataCounter: SqliteDatabase.Statement | undefined;
+  /**
+   * The metadata counter's query, on the main connection and on the reader. It is read on the main
+   * connection whenever no transaction is open there: that one is up to date with this process's own
+   * commits, where the reader, after each of them, must take up the log afresh (with its map of the
+   * file, 30 µs a read: a single-row patch spent 8% of its time there). Inside a transaction the
+   * main connection would see uncommitted changes, so the reader answers.
+   */
+  const counterSql = 'select n from rh_metadata_version where id = 1';
+  let counterOnMain: SqliteDatabase.Statement | undefined;
+  let counterOnReader: SqliteDatabase.Statement | undefined;
   /**
    * The counter as read in this turn of the event loop: the requests a turn serves (they make no
-   * I/O on SQLite) read it once, not once per lookup (2.6 µs each; 11 µs after a commit). Forgotten
-   * at the turn's end, so another process's change is seen in the next turn, and at once whenever
-   * this process may change the metadata on its main connection, so its own changes are seen by
-   * the very next request.
+   * I/O on SQLite) read it once, not once per lookup. Forgotten at the turn's end, so another
+   * process's change is seen in the next turn, and at once whenever this process may change the
+   * metadata on its main connection, so its own changes are seen by the very next request.
    */
   let versionSeen: number | undefined;
   const forgetVersion = () => {
@@ -233,8 +256,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   };
   const readConnection = () => {
     if (!reader) {
-      reader = new Sqlite(file, { readonly: true });
-      sameSemantics(reader);
+      reader = requestReader(Sqlite, file);
     }
     return reader;
   };
@@ -258,7 +280,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
             reader?.close();
             reader = undefined;
             statements = undefined;
-            metadataCounter = undefined;
+            counterOnReader = undefined;
             await sql`analyze sqlite_schema`.execute(db);
           },
           warnBackground('planner statistics'),
@@ -310,8 +332,10 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
           metadataVersion: () => {
             if (versionSeen !== undefined) return versionSeen;
             try {
-              metadataCounter ??= readConnection().prepare('select n from rh_metadata_version where id = 1').pluck();
-              versionSeen = metadataCounter.get() as number | undefined;
+              const counter = raw.inTransaction
+                ? (counterOnReader ??= readConnection().prepare(counterSql).pluck())
+                : (counterOnMain ??= raw.prepare(counterSql).pluck());
+              versionSeen = counter.get() as number | undefined;
             } catch {
               return undefined; // not migrated yet: nothing to trust
             }
