@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type RowCreate, checkRowCreate } from '../domain/row-values.ts';
 import { type ErrorDetail, HttpError, invalid } from '../errors.ts';
 import type { FileRow } from '../import/file-rows.ts';
+import { withBoundedHeapGrowth } from '../import/heap-growth.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowStore } from './rows.ts';
@@ -88,7 +89,11 @@ export class RowImporter {
   ) {}
 
   /** Imports the rows of `source`, which yields them in batches (as many as were read together). */
-  async import(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
+  import(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
+    return withBoundedHeapGrowth(() => this.importRows(table, source, options, ctx));
+  }
+
+  private async importRows(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
     const result = { created: 0, updated: 0, failed: 0, problems: [] as ImportProblem[] };
     let seen = 0;
     const size = chunkSize(this.database.dialect.rowsPerInsert(this.rows.columns(table).length));
