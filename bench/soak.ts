@@ -4,8 +4,9 @@
 // small filtered CSV export) and writes (create, patch, a 50-row bulk create, a batch), on a table
 // loaded through the API. RssAnon (the service's own memory: a leak shows there; the database
 // pages SQLite's reader maps are file cache, in RssFile, reported beside it) is sampled every
-// second; after the warm-up (the first fifth of the run, at least 10 s) it must stay flat: the median of the last tenth of the samples at most
-// 16 MiB above the median of the tenth after the warm-up. Any error or non-2xx answer fails it.
+// second; after the warm-up (the first fifth of the run, at least 10 s) it must stay flat: the
+// median of the last tenth of the samples at most 16 MiB above the median of the tenth after the
+// warm-up. Any error or non-2xx answer fails it.
 //   npm run build && node --import tsx bench/soak.ts [seconds=300] [rows=20000]      (BENCH_DATABASE=postgres too)
 import autocannon from 'autocannon';
 import fs from 'node:fs';

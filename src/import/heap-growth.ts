@@ -5,9 +5,11 @@ import v8 from 'node:v8';
  * collection (--heap-growing-percent=100), instead of up to four times at a high allocation rate.
  * An import promotes most of its rows' objects (each chunk outlives a scavenge while the next is
  * read), all garbage soon after: a million rows on PostgreSQL left about 27 MB live after each
- * full collection while the heap grew to 110-138 MB in between, 93 MiB of RSS growth. Bounded,
- * 36 MiB, at 10% more CPU for the import (bench/import.ts). Requests are not charged for it: set
- * for good, get by id took 4% more CPU. V8 reads the flag each time it sets the next limit.
+ * full collection while the heap grew to 110-138 MB in between, 93 MiB of RSS growth. Bounded
+ * this way, 31.7 MiB, at about 10% more CPU per row (bench/import.ts: 22.9 µs against 20.2).
+ * Requests are not charged for it: set for good, get by id took 4% more CPU. V8 reads the flag
+ * each time it sets the next limit. The flag is put back to 0, V8's default, when the last
+ * import ends.
  */
 let running = 0;
 
