@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import type { FlowDefinition } from '../domain/flow-definition.ts';
 import { parseRowFilter } from '../domain/row-filter.ts';
 import { type RowRecord, matchesRowFilter } from '../domain/row-filter-match.ts';
@@ -37,6 +37,13 @@ export interface Claimed {
 export interface Outcome {
   status: number | null;
   error: string | null;
+}
+
+/** A claimed delivery's flow, as the claim reads it beside the delivery. */
+interface FlowColumns {
+  flowEnabled: unknown;
+  flowDefinition: unknown;
+  flowSecret: string | null;
 }
 
 /** Changes read per planning transaction. */
@@ -154,8 +161,17 @@ export class DeliveryStore {
       where f.enabled = ${dialect.encodeBoolean(true)} ${ofFlow}
         and d."nextAttemptAt" <= ${now} and (d."leaseUntil" is null or d."leaseUntil" < ${now})
       order by d."nextAttemptAt" limit ${limit} ${lock}`;
-    const claimed = await sql<Delivery>`update rh_flow_deliveries set "leaseUntil" = ${leaseUntil} where id in (${ids}) returning *`.execute(this.db);
-    return this.withFlows(claimed.rows);
+    // Each with its flow as it is now, read by the same statement.
+    const flow = (column: string) => sql.raw(`(select f.${column} from rh_flows f where f.id = rh_flow_deliveries."flowId")`);
+    const claimed = await this.run(
+      sql<Delivery & FlowColumns>`update rh_flow_deliveries set "leaseUntil" = ${leaseUntil} where id in (${ids})
+        returning *, ${flow('enabled')} as "flowEnabled", ${flow('definition')} as "flowDefinition", ${flow('secret')} as "flowSecret"`.compile(this.db),
+    );
+    return claimed.map(({ flowEnabled, flowDefinition, flowSecret, ...delivery }) => ({
+      delivery,
+      // A flow deleted meanwhile: none (its enabled column is never null).
+      flow: flowEnabled === null ? null : this.flowOf({ enabled: flowEnabled, definition: flowDefinition, secret: flowSecret }),
+    }));
   }
 
   /** Leases one failed delivery for a retry by hand; undefined when it is not failed (or another retry holds it). */
@@ -173,11 +189,15 @@ export class DeliveryStore {
 
   private async withFlows(deliveries: Delivery[]): Promise<Claimed[]> {
     if (deliveries.length === 0) return [];
-    const { dialect } = this.database;
     const ids = [...new Set(deliveries.map((d) => d.flowId))];
-    const flows = await this.db.selectFrom('rh_flows').select(['id', 'enabled', 'definition', 'secret']).where('id', 'in', ids).execute();
-    const byId = new Map(flows.map((f) => [f.id, { enabled: dialect.decodeBoolean(f.enabled), definition: dialect.decodeJson(f.definition) as FlowDefinition, secret: f.secret }]));
+    const flows = await this.run(this.db.selectFrom('rh_flows').select(['id', 'enabled', 'definition', 'secret']).where('id', 'in', ids).compile());
+    const byId = new Map(flows.map((f) => [f.id, this.flowOf(f)]));
     return deliveries.map((delivery) => ({ delivery, flow: byId.get(delivery.flowId) ?? null }));
+  }
+
+  private flowOf(f: { enabled: unknown; definition: unknown; secret: string | null }): NonNullable<Claimed['flow']> {
+    const { dialect } = this.database;
+    return { enabled: dialect.decodeBoolean(f.enabled), definition: dialect.decodeJson(f.definition) as FlowDefinition, secret: f.secret };
   }
 
   /**
@@ -186,7 +206,7 @@ export class DeliveryStore {
    */
   async finish(d: Delivery, lease: string, outcome: Outcome, now: string, retryAt: string | null): Promise<void> {
     const ok = outcome.error === null;
-    await this.db
+    const query = this.db
       .updateTable('rh_flow_deliveries')
       .set({
         status: ok ? 'succeeded' : retryAt === null ? 'failed' : 'pending',
@@ -199,7 +219,18 @@ export class DeliveryStore {
       })
       .where('id', '=', d.id)
       .where('leaseUntil', '=', lease)
-      .execute();
+      .compile();
+    await this.run(query);
+  }
+
+  /**
+   * The statements a sender makes for every delivery (claim the next, read its flow, record the
+   * outcome) run prepared on PostgreSQL: planning the claim cost about 1 ms, more than running it.
+   * Their plans do not depend on the values bound (times, ids, a limit).
+   */
+  private async run<R>(query: CompiledQuery<R>): Promise<R[]> {
+    this.database.prepare?.(query.sql);
+    return (await this.db.executeQuery(query)).rows;
   }
 
   /** Gives a lease back with nothing recorded. */

@@ -169,6 +169,29 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
     }
   });
 
+  it('sends each delivery to its flow as it is when sent: a new URL and headers are used for what is still pending', async () => {
+    const first = await new Receiver().start();
+    const second = await new Receiver().start();
+    try {
+      const { code } = await table();
+      const f = await flow({ table: code, events: ['create'] }, first.url);
+      // The first receiver holds its first request unanswered: everything after stays pending behind it.
+      first.answer = (_r, n) => (n === 1 ? 'hang' : 200);
+      await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }, { id: 'c', values: {} }] });
+      await until('the first request', () => first.received.length === 1);
+      const changed = await t.put(`/api/flows/${f.id}`, { definition: { trigger: { table: code, events: ['create'] }, webhook: { url: second.url, headers: { 'X-Custom': 'changed' } } } });
+      assert.equal(changed.status, 200, changed.text);
+      // The held request times out; its retry and the two behind it go where the flow now points.
+      await until('three deliveries at the new URL', () => second.received.length >= 3, 15_000);
+      assert.deepEqual(second.received.map((r) => r.body.change.rowId), ['a', 'b', 'c']);
+      assert.ok(second.received.every((r) => r.headers['x-custom'] === 'changed'));
+      assert.equal(first.received.length, 1);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
+  });
+
   it('retries a timeout and a 500 with backoff, with the same event id, until the receiver answers 2xx', async () => {
     const rx = await new Receiver().start();
     rx.answer = (_r, n) => (n === 1 ? 'hang' : n === 2 ? 500 : 204);
