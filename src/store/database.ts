@@ -32,6 +32,13 @@ export interface Database {
    */
   iterate?(query: { sql: string; parameters: readonly unknown[] }): IterableIterator<unknown[]>;
   /**
+   * PostgreSQL only: a query's rows as arrays, `size` at a time, read through a cursor in one
+   * read-only transaction on a connection of its own (never one of the pool's, which requests
+   * need): one snapshot, and one sort where its order needs one. Ends the transaction and the
+   * connection when the reading ends or stops (return()).
+   */
+  cursor?(query: { sql: string; parameters: readonly unknown[] }, size: number): AsyncGenerator<unknown[][]>;
+  /**
    * A number that moves whenever API keys, members, tables or fields may have changed, whoever
    * changed them; undefined while that cannot be known (no cache may then be trusted). Called on
    * every lookup, so cheap: see MetadataCache.
@@ -430,6 +437,7 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
   const { onQuery } = options;
   const db: Db = new Kysely({ dialect, ...(onQuery ? { log: (event) => onQuery(event.query.sql) } : {}) });
   const statistics = postgresStatistics(db, warnBackground('planner statistics'));
+  const cursors = new Set<pg.Client>();
   return {
     db,
     dialect: postgresDialect,
@@ -439,9 +447,31 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
     },
     metadataVersion: () => listener.current(),
     prepare: (text) => prepared.mark(text),
+    async *cursor(query, size) {
+      const client = new driver.Client({ connectionString: url });
+      // A server gone mid-read fails the read, never the process.
+      client.on('error', () => {});
+      cursors.add(client);
+      try {
+        await client.connect();
+        await client.query("set time zone 'UTC'");
+        await client.query('begin read only');
+        await client.query(`declare rh_rows no scroll cursor for ${query.sql}`, [...query.parameters]);
+        for (;;) {
+          const { rows } = await client.query<unknown[]>({ text: `fetch forward ${size} from rh_rows`, rowMode: 'array' });
+          if (rows.length > 0) yield rows;
+          if (rows.length < size) return;
+        }
+      } finally {
+        cursors.delete(client);
+        // The transaction ends with the connection.
+        await client.end().catch(() => {});
+      }
+    },
     close: async () => {
       await statistics.close();
       await listener.close();
+      await Promise.all([...cursors].map((c) => c.end().catch(() => {})));
       await db.destroy();
     },
   };

@@ -9,7 +9,7 @@ import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { HttpError, invalid } from '../errors.ts';
 import { duplicateRow, rowExists, toHttpError } from './database-errors.ts';
-import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { type Compilable, CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, afterCommit, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
@@ -426,7 +426,8 @@ export class RowStore {
   /**
    * Every row of a selection, in key order, as arrays in `columns(table)` order, a chunk at a time.
    * On SQLite one statement on the read connection (one snapshot, no lock others wait for); on
-   * PostgreSQL keyset pages. Stops reading when the consumer stops asking (return()).
+   * PostgreSQL keyset pages where an index gives the order, else one cursor (Database.cursor).
+   * Stops reading when the consumer stops asking (return()).
    */
   async *scan(
     database: Database,
@@ -449,6 +450,13 @@ export class RowStore {
       }
     }
     let remaining = q.limit ?? Number.POSITIVE_INFINITY;
+    // Where the order needs a sort, each keyset page would sort what is left of the table: the
+    // rows are read through one cursor instead, sorted once.
+    const whole = { filter: q.filter, keys: q.keys, after: null };
+    if (database.cursor && (await sortsRows(database.db, this.pageQuery(database.db, table, { ...whole, limit: Math.min(q.chunk, remaining) })))) {
+      yield* database.cursor(this.pageQuery(database.db, table, { ...whole, limit: q.limit }), q.chunk);
+      return;
+    }
     let after: CursorValue[] | null = null;
     while (remaining > 0) {
       const page = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: Math.min(q.chunk, remaining) });
@@ -500,6 +508,12 @@ export class RowStore {
     );
     return t.with([...after, q.limit]);
   }
+}
+
+/** PostgreSQL: whether the plan of `query` sorts rows (a full or an incremental sort): no index gives its order. */
+async function sortsRows(db: Db, query: { sql: string; parameters: readonly unknown[] }): Promise<boolean> {
+  const { rows } = await db.executeQuery(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+  return /"Node Type":\s*"(Incremental )?Sort"/.test(JSON.stringify(rows));
 }
 
 /** Whether every cursor value binds as it is: no key is a text field that PostgreSQL orders by its bounded prefix. */

@@ -554,6 +554,27 @@ eachDatabase('rows: export', (kind) => {
       }
     });
 
+    it('PostgreSQL: an order no index gives is read through one cursor, sorted once, not page by page', async (c) => {
+      if (kind !== 'postgres') return c.skip('SQLite reads every export in one statement');
+      const database = t.database;
+      const cursor = database.cursor?.bind(database);
+      assert.ok(cursor);
+      let opened = 0;
+      database.cursor = (query, size) => {
+        opened++;
+        return cursor(query, size);
+      };
+      try {
+        const sort = [{ n: { direction: 'desc', nulls: 'nullsLast' } }];
+        const listed = (await listAll(code, { sort })).map((r) => r.id);
+        const r = await exportOk(code, { format: 'jsonl', encoding: 'utf8', newline: 'lf', sort: JSON.stringify(sort) });
+        assert.deepEqual(r.text.trimEnd().split('\n').map((l) => JSON.parse(l).id), listed);
+        assert.equal(opened, 1);
+      } finally {
+        database.cursor = cursor;
+      }
+    });
+
     for (const field of ['n', 'm']) it(`a sorted export across chunks matches the list; limits across a chunk boundary (${field})`, async () => {
       const sort = [{ [field]: { direction: 'desc', nulls: 'nullsLast' } }];
       const listed = (await listAll(code, { sort })).map((r) => r.id);
