@@ -15,7 +15,7 @@ let running = 0;
 
 /** The flag's value as given to the process, on its command line or in NODE_OPTIONS (the last one given); null when none was. */
 export function givenHeapGrowing(execArgv: readonly string[], nodeOptions = ''): number | null {
-  const given = [...execArgv, ...nodeOptions.split(/\s+/)].join(' ');
+  const given = [...execArgv, nodeOptions].join(' ');
   const values = [...given.matchAll(/--heap[-_]growing[-_]percent(?:=|\s+)(\d+)/g)];
   return values.length === 0 ? null : Number(values[values.length - 1][1]);
 }

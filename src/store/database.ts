@@ -430,8 +430,10 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
   pool.on('error', () => {});
   const prepared = new PreparedStatements();
   const listener = new MetadataListener(driver, url);
+  // Every session speaks UTC, the pool's and the cursors' alike: utcTimestamp reads timestamps so.
+  const inUtc = "set time zone 'UTC'";
   const sessionInUtc = async (connection: DatabaseConnection) => {
-    await connection.executeQuery(CompiledQuery.raw("set time zone 'UTC'"));
+    await connection.executeQuery(CompiledQuery.raw(inUtc));
   };
   const dialect = reportingMetadataWrites(new PostgresDialect({ pool: prepared.pool(pool), onCreateConnection: sessionInUtc }), () => listener.changed());
   const { onQuery } = options;
@@ -454,7 +456,7 @@ function openPostgres(driver: typeof pg, url: string, options: DatabaseOptions):
       cursors.add(client);
       try {
         await client.connect();
-        await client.query("set time zone 'UTC'");
+        await client.query(inUtc);
         await client.query('begin read only');
         await client.query(`declare rh_rows no scroll cursor for ${query.sql}`, [...query.parameters]);
         for (;;) {

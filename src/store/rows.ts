@@ -459,7 +459,7 @@ export class RowStore {
     }
     let after: CursorValue[] | null = null;
     while (remaining > 0) {
-      const page = await this.page(database.db, table, { filter: q.filter, keys: q.keys, after, limit: Math.min(q.chunk, remaining) });
+      const page = await this.page(database.db, table, { ...whole, after, limit: Math.min(q.chunk, remaining) });
       if (page.rows.length > 0) yield page.rows.map((r) => columns.map((c) => r[c]));
       remaining -= page.rows.length;
       if (page.next === null) return;
