@@ -423,7 +423,10 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
     await consumer;
     assert.ok(consumerErrors > 0, 'the consumer saw the service go away');
     for (const table of ['a', 'b'] as const) {
-      assert.deepEqual(feeds[table].map((c) => c.sequence), Array.from({ length: last[table] }, (_, i) => i + 1), `${table}: sequences without gaps`);
+      const sequences = feeds[table].map((c) => c.sequence);
+      if (kind === 'sqlite') assert.deepEqual(sequences, Array.from({ length: last[table] }, (_, i) => i + 1), `${table}: sequences without gaps`);
+      // PostgreSQL's sequence keeps the numbers a transaction took when the kill aborted it (docs/decisions.md).
+      else assert.ok(sequences.every((n, i) => i === 0 ? n >= 1 : n > sequences[i - 1]), `${table}: sequences increasing`);
       assert.ok(feeds[table].every((c) => c.tableId === tables[table]));
       assert.deepEqual(consumed[table], feeds[table], `${table}: the consumer saw each committed change once, in order`);
     }
