@@ -92,20 +92,39 @@ for (const [name, s, f] of workloads) {
   if (serviceLoad.non2xx > 0 || serviceLoad.errors > 0) console.log(`  ! ${name}: ${serviceLoad.non2xx} non-2xx, ${serviceLoad.errors} errors`);
 }
 
-/** Seconds to download a whole export, the median of three. */
+/** Seconds to download a whole export once. */
 async function exportSeconds(target: string, headers: Record<string, string>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const started = process.hrtime.bigint();
-    const res = await fetch(target, { headers });
-    if (!res.ok || !res.body) throw new Error(`${target} → ${res.status}`);
-    for await (const _chunk of res.body);
-    times.push(Number(process.hrtime.bigint() - started) / 1e9);
-  }
-  return times.sort((a, b) => a - b)[1];
+  const started = process.hrtime.bigint();
+  const res = await fetch(target, { headers });
+  if (!res.ok || !res.body) throw new Error(`${target} → ${res.status}`);
+  for await (const _chunk of res.body);
+  return Number(process.hrtime.bigint() - started) / 1e9;
 }
-const exportService = await exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth);
-const exportFloor = await exportSeconds(`${floor.url}/export`, {});
+/**
+ * The export, service against floor: EXPORT_ROUNDS rounds, each downloading from both back to
+ * back, alternating which goes first. The figure is the median of the rounds' ratios (a burst of
+ * other load on the machine falls in one round, on both sides); the times shown are medians.
+ * (Three of the service's, then three of the floor's, moved the ratio from 1.15 to 1.28 between
+ * two runs of one build.)
+ */
+const EXPORT_ROUNDS = 5;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const exportTimes = { service: [] as number[], floor: [] as number[], ratios: [] as number[] };
+{
+  const sides = {
+    service: () => exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth),
+    floor: () => exportSeconds(`${floor.url}/export`, {}),
+  };
+  await sides.service(); // warm-up, both
+  await sides.floor();
+  for (let round = 0; round < EXPORT_ROUNDS; round++) {
+    for (const side of round % 2 === 0 ? (['service', 'floor'] as const) : (['floor', 'service'] as const)) exportTimes[side].push(await sides[side]());
+    exportTimes.ratios.push((exportTimes.service.at(-1) as number) / (exportTimes.floor.at(-1) as number));
+  }
+}
+const exportService = median(exportTimes.service);
+const exportFloor = median(exportTimes.floor);
+const exportRatio = median(exportTimes.ratios);
 
 // The access log's cost (issue 17 item 7): the service above runs at ROWHOUSE_LOG_LEVEL=warn,
 // which silences it. A second one on the same database logs every request at info, on its
@@ -136,7 +155,8 @@ for (const [name, { service: s, floor: f }] of Object.entries(results)) {
   console.log(`${name.padEnd(36)} ${fmt(s.rps).padStart(9)} ${fmt(s.p50, 1)} ${fmt(s.p99, 1)} ${fmt(f.rps).padStart(9)} ${fmt(f.p50, 1)} ${fmt(f.p99, 1)} ${fmt(s.rps / f.rps, 2)}`);
 }
 
-console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportService / exportFloor, 2)}`);
+console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportRatio, 2)}`);
+console.log(`  (the median of ${EXPORT_ROUNDS} paired rounds' ratios: ${exportTimes.ratios.map((r) => r.toFixed(2)).join(', ')})`);
 
 console.log(`\naccess log (one info line per request) against none, same database, alternating:`);
 for (const [name, { quiet, logged }] of Object.entries(logCost)) {
@@ -148,7 +168,7 @@ const budgets: [string, boolean, string][] = Object.entries(results).map(([name,
   const floorShare = writes.includes(name) ? 0.7 : 0.8;
   return [`${name}: at least ${floorShare} of the floor's throughput`, s.rps >= floorShare * f.rps, (s.rps / f.rps).toFixed(2)];
 });
-budgets.push(['export: at most 1.2x the floor\'s time', exportService <= 1.2 * exportFloor, `${(exportService / exportFloor).toFixed(2)}x`]);
+budgets.push(['export: at most 1.2x the floor\'s time', exportRatio <= 1.2, `${exportRatio.toFixed(2)}x`]);
 console.log('\nbudgets:');
 for (const [what, ok, figure] of budgets) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what} (${figure})`);
 process.exit(budgets.every(([, ok]) => ok) ? 0 : 1);
