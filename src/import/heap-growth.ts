@@ -13,9 +13,12 @@ import v8 from 'node:v8';
  */
 let running = 0;
 
-/** The flag's value as given to the process, on its command line or in NODE_OPTIONS (the last one given); null when none was. */
+/**
+ * The flag's value as given to the process, in NODE_OPTIONS or on its command line; null when none
+ * was. Node reads NODE_OPTIONS first, so the command line's last value is the one in force.
+ */
 export function givenHeapGrowing(execArgv: readonly string[], nodeOptions = ''): number | null {
-  const given = [...execArgv, nodeOptions].join(' ');
+  const given = [nodeOptions, ...execArgv].join(' ');
   const values = [...given.matchAll(/--heap[-_]growing[-_]percent(?:=|\s+)(\d+)/g)];
   return values.length === 0 ? null : Number(values[values.length - 1][1]);
 }
