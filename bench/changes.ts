@@ -26,6 +26,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { median } from './support/rounds.ts';
 import { api, createBenchTable, dataset } from './support/dataset.ts';
 import { BENCH_KEY, type Proc, ROOT, cpuMs, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
@@ -215,7 +216,6 @@ try {
 }
 
 const best = (xs: Run[]) => xs.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const on = best(runs.on);
 const offBest = best(runs.off);
 const ratios = runs.on.map((r, k) => r.rowsPerSecond / runs.off[k].rowsPerSecond);

@@ -43,6 +43,7 @@ import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { csvOfDataset } from './support/csv.ts';
+import { median } from './support/rounds.ts';
 import { api, type BenchTable, createBenchTable, dataset } from './support/dataset.ts';
 import { BENCH_KEY, type Proc, ROOT, cpuMs, memory, sampled, startFloor, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
@@ -263,7 +264,6 @@ try {
 }
 
 const best = (xs: Run[]) => xs.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const s = best(runs.service);
 const f = best(runs.floor);
 const ratios = runs.service.map((r, k) => r.rowsPerSecond / runs.floor[k].rowsPerSecond);

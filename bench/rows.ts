@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
+import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
@@ -78,7 +79,6 @@ const workloads: [string, LoadRequest, LoadRequest][] = [
  * 0.84 from run to run of one build.) The rates and latencies shown are the medians of each side.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const results: Record<string, { service: Load; floor: Load; ratio: number; ratios: number[] }> = {};
 /** The medians of runs, field by field; their failures added up. */
 const medianOf = (runs: Load[]): Load => ({
@@ -94,14 +94,8 @@ const only = process.env.BENCH_ONLY?.split(',');
 for (const [name, s, f] of workloads.filter(([name]) => !only || only.includes(name))) {
   await load(service.url, s, 1); // warm-up
   await load(floor.url, f, 1);
-  const runs = { service: [] as Load[], floor: [] as Load[] };
-  const ratios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const side of round % 2 === 0 ? (['service', 'floor'] as const) : (['floor', 'service'] as const)) {
-      runs[side].push(await load(side === 'service' ? service.url : floor.url, side === 'service' ? s : f, SECONDS));
-    }
-    ratios.push((runs.service.at(-1) as Load).rps / (runs.floor.at(-1) as Load).rps);
-  }
+  const runs = await pairedRounds(ROUNDS, ['service', 'floor'], (side) => (side === 'service' ? load(service.url, s, SECONDS) : load(floor.url, f, SECONDS)));
+  const ratios = runs.service.map((r, k) => r.rps / runs.floor[k].rps);
   const serviceLoad = medianOf(runs.service);
   results[name] = { service: serviceLoad, floor: medianOf(runs.floor), ratio: median(ratios), ratios };
   if (serviceLoad.non2xx > 0 || serviceLoad.errors > 0) console.log(`  ! ${name}: ${serviceLoad.non2xx} non-2xx, ${serviceLoad.errors} errors`);
@@ -123,22 +117,15 @@ async function exportSeconds(target: string, headers: Record<string, string>): P
  * two runs of one build.)
  */
 const EXPORT_ROUNDS = 5;
-const exportTimes = { service: [] as number[], floor: [] as number[], ratios: [] as number[] };
-{
-  const sides = {
-    service: () => exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth),
-    floor: () => exportSeconds(`${floor.url}/export`, {}),
-  };
-  await sides.service(); // warm-up, both
-  await sides.floor();
-  for (let round = 0; round < EXPORT_ROUNDS; round++) {
-    for (const side of round % 2 === 0 ? (['service', 'floor'] as const) : (['floor', 'service'] as const)) exportTimes[side].push(await sides[side]());
-    exportTimes.ratios.push((exportTimes.service.at(-1) as number) / (exportTimes.floor.at(-1) as number));
-  }
-}
+const exportOnce = (side: 'service' | 'floor') =>
+  side === 'service' ? exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth) : exportSeconds(`${floor.url}/export`, {});
+await exportOnce('service'); // warm-up, both
+await exportOnce('floor');
+const exportTimes = await pairedRounds(EXPORT_ROUNDS, ['service', 'floor'], exportOnce);
+const exportRatios = exportTimes.service.map((t, k) => t / exportTimes.floor[k]);
 const exportService = median(exportTimes.service);
 const exportFloor = median(exportTimes.floor);
-const exportRatio = median(exportTimes.ratios);
+const exportRatio = median(exportRatios);
 
 // The access log's cost (issue 17 item 7): the service above runs at ROWHOUSE_LOG_LEVEL=warn,
 // which silences it. A second one on the same database logs every request at info, on its
@@ -170,7 +157,7 @@ for (const [name, { service: s, floor: f, ratio, ratios }] of Object.entries(res
 }
 
 console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportRatio, 2)}`);
-console.log(`  (the median of ${EXPORT_ROUNDS} paired rounds' ratios: ${exportTimes.ratios.map((r) => r.toFixed(2)).join(', ')})`);
+console.log(`  (the median of ${EXPORT_ROUNDS} paired rounds' ratios: ${exportRatios.map((r) => r.toFixed(2)).join(', ')})`);
 
 console.log(`\naccess log (one info line per request) against none, same database, alternating:`);
 for (const [name, { quiet, logged }] of Object.entries(logCost)) {
