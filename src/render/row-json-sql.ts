@@ -21,9 +21,10 @@ const VALUE: Record<DialectName, Record<ColumnKind, (column: string) => string>>
   postgres: {
     text: (c) => `to_json(${c})::text`,
     // The shortest decimal that reads back exactly, as JavaScript writes it (-0 is never stored: pg binds it as 0).
-    real: (c) => `to_json(${c})::text`,
-    integer: (c) => `to_json(${c})::text`,
-    boolean: (c) => `to_json(${c})::text`,
+    // As to_json writes them (the type's output function; JSON has no NaN or infinity to store), for less.
+    real: (c) => `${c}::text`,
+    integer: (c) => `${c}::text`,
+    boolean: (c) => `${c}::text`,
     // The API's form, as the pg driver's parser makes it (database.ts): milliseconds and Z.
     timestamp: (c) => `'"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`,
     date: (c) => `to_json(${c})::text`,
@@ -57,26 +58,35 @@ function concat(parts: string[]): string {
 
 const expressions = new WeakMap<TableDef, Map<string, string>>();
 
-/** The record of the row `alias` names (a table or a WITH query holding every column), made once per table version. */
-export function recordJsonSql(table: TableDef, alias: string, dialect: DialectName): string {
+/**
+ * The record of the row `alias` names (a table or a WITH query holding every column), made once per
+ * table version. `system`: an SQL expression (a bound parameter) holding the text the record has
+ * between its id and its first value, where every row is a new one of one write (row-json.ts
+ * newRowSystemJson): the database then renders only the id and the values, the larger part of its
+ * work on a bulk create's entries.
+ */
+export function recordJsonSql(table: TableDef, alias: string, dialect: DialectName, system?: string): string {
   let made = expressions.get(table);
   if (!made) {
     made = new Map();
     expressions.set(table, made);
   }
-  const key = `${dialect}:${alias}`;
+  const key = `${dialect}:${alias}:${system ?? ''}`;
   let expr = made.get(key);
   if (expr === undefined) {
     const value = VALUE[dialect];
     const col = (name: string) => `${alias}."${name}"`;
-    const parts = [
-      literal('{"id":'), value.text(col('id')),
-      literal(',"createdAt":'), value.timestamp(col('created_at')),
-      literal(',"updatedAt":'), value.timestamp(col('updated_at')),
-      literal(',"createdBy":'), value.text(col('created_by')),
-      literal(',"updatedBy":'), value.text(col('updated_by')),
-      literal(',"values":{'),
-    ];
+    const parts = [literal('{"id":'), value.text(col('id'))];
+    if (system !== undefined) parts.push(system);
+    else {
+      parts.push(
+        literal(',"createdAt":'), value.timestamp(col('created_at')),
+        literal(',"updatedAt":'), value.timestamp(col('updated_at')),
+        literal(',"createdBy":'), value.text(col('created_by')),
+        literal(',"updatedBy":'), value.text(col('updated_by')),
+        literal(',"values":{'),
+      );
+    }
     table.fields.forEach((f, i) => {
       const c = col(fieldColumn(f.id));
       parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${value[fieldType(f.type).column](c)}, 'null')`);

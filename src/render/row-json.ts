@@ -48,10 +48,17 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
   }
-  return (
-    `{"id":${JSON.stringify(raw.id)},"createdAt":"${raw.created_at}","updatedAt":"${raw.updated_at}",` +
-    `"createdBy":${JSON.stringify(raw.created_by)},"updatedBy":${JSON.stringify(raw.updated_by)},"values":{${values}}}`
-  );
+  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at as string, raw.updated_at as string, raw.created_by, raw.updated_by)}${values}}}`;
+}
+
+/** A record's text between its id and its first value: the system fields and the opening of `values`. */
+function systemJson(createdAt: string, updatedAt: string, createdBy: unknown, updatedBy: unknown): string {
+  return `,"createdAt":"${createdAt}","updatedAt":"${updatedAt}","createdBy":${JSON.stringify(createdBy)},"updatedBy":${JSON.stringify(updatedBy)},"values":{`;
+}
+
+/** That text for every row a write creates (RowStore.newRow): made and updated at `now` by `memberId`. */
+export function newRowSystemJson(ctx: { now: string; memberId: string }): string {
+  return systemJson(ctx.now, ctx.now, ctx.memberId, ctx.memberId);
 }
 
 /** Records as a JSON array's text. */

@@ -1,6 +1,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import { EventEmitter } from 'node:events';
 import { changeNumbers } from '../domain/row-columns.ts';
+import { newRowSystemJson } from '../render/row-json.ts';
 import { recordJsonSql } from '../render/row-json-sql.ts';
 import { type Database, type Db, afterCommit, beforeCommit, readRows } from './database.ts';
 import type { Dialect } from './dialect.ts';
@@ -110,26 +111,26 @@ function bothStatement(tableId: string, n: number): string {
  * PostgreSQL: a multi-row insert (`insert`, returning every column; $1… its own parameters) and
  * its rows' create entries in one statement, numbered in the order the rows were written after the
  * guard is held, the records rendered by the database. Binds after the insert's own: table id, the
- * table's bits, occurredAt, member id.
+ * table's bits, occurredAt, member id, the records' system fields (newRowSystemJson).
  */
 function insertedWithEntries(table: TableDef, insert: string, params: number): string {
-  const [id, bits, at, member] = [1, 2, 3, 4].map((k) => `$${params + k}`);
+  const [id, bits, at, member, system] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
   return `with w as (${insert}),
     ${guardCte(table.id, bits)},
     e as (insert into rh_changes (${ENTRY_COLUMNS})
-      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', 'postgres')}, null, ${at}::timestamptz, ${member}::text
+      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', 'postgres', `${system}::text`)}, null, ${at}::timestamptz, ${member}::text
       from g, w)
     select count(*) as written from w`;
 }
 
 /**
  * SQLite: create entries for the rows of a table with rowids from the first to the last given,
- * numbered from their rowid plus an offset. Binds table id, that offset, occurredAt, member id,
- * the first rowid and the last.
+ * numbered from their rowid plus an offset. Binds table id, that offset, the records' system fields
+ * (newRowSystemJson), occurredAt, member id, the first rowid and the last.
  */
 function insertedStatement(table: TableDef): string {
   return `insert into rh_changes (${ENTRY_COLUMNS})
-    select ?, r.rowid + ?, 'create', r."id", ${recordJsonSql(table, 'r', 'sqlite')}, null, ?, ?
+    select ?, r.rowid + ?, 'create', r."id", ${recordJsonSql(table, 'r', 'sqlite', '?')}, null, ?, ?
     from "${table.physical}" as r where r.rowid between ? and ? order by r.rowid`;
 }
 
@@ -238,8 +239,9 @@ export class ChangeLog {
   /**
    * SQLite, in the transaction `tx`: create entries for the rows just inserted into the table, found
    * by their rowids (`first` to `last`, one insert after another), rendered by SQLite from the rows
-   * as stored and written by one INSERT … SELECT: none of them is made or sent in JavaScript. The
-   * transaction's entries of the table noted before are written first.
+   * as stored and written by one INSERT … SELECT: none of them is made or sent in JavaScript, but
+   * the system fields every one shares (new rows of `ctx`, RowStore.newRow). The transaction's
+   * entries of the table noted before are written first.
    */
   insertedRows(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, first: number, last: number): void {
     const { runNow } = this.database;
@@ -249,20 +251,21 @@ export class ChangeLog {
     pending.changes = [];
     const sequence = this.takeNow(runNow, table.id, last - first + 1);
     const text = this.tableStatement(table, 'inserted', () => insertedStatement(table));
-    runNow(text, [table.id, sequence - first, ctx.now, ctx.memberId, first, last]);
+    runNow(text, [table.id, sequence - first, newRowSystemJson(ctx), ctx.now, ctx.memberId, first, last]);
   }
 
   /**
    * PostgreSQL, in the transaction `tx`: `insert` (a multi-row insert of `n` rows, returning every
    * column) run with its rows' create entries in one statement (insertedWithEntries): none of them
-   * is rendered or sent by JavaScript. The transaction's entries of the table noted before are
-   * written first, so numbers follow the order of the operations.
+   * is rendered or sent by JavaScript, but the system fields every one shares (new rows of `ctx`,
+   * RowStore.newRow). The transaction's entries of the table noted before are written first, so
+   * numbers follow the order of the operations.
    */
   async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, insert: CompiledQuery, n: number): Promise<void> {
     if (!this.dialect.writingWith || !tx.isTransaction) throw new Error('ChangeLog.insertWithEntries: PostgreSQL, in a transaction');
     await this.writeNoted(tx, this.pendingOf(tx, table, ctx));
     const text = this.tableStatement(table, `inserted:${n}`, () => insertedWithEntries(table, insert.sql, insert.parameters.length));
-    await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId]));
+    await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId, newRowSystemJson(ctx)]));
   }
 
   /** PostgreSQL: `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
