@@ -55,8 +55,8 @@ eachDatabase('records rendered as JSON text by the database', (kind) => {
       // A new row's system fields given as one bound text, as bulk creates give them, read the same, byte for byte there.
       const system = newRowSystemJson({ now: raw.created_at as string, memberId: raw.created_by as string });
       const pg = t.database.dialect.name === 'postgres';
-      const text = `select ${recordJsonSql(table, 'r', t.database.dialect.name, pg ? '$1::text' : '?')} as json from "${table.physical}" as r where r.id = ${pg ? '$2' : '?'}`;
-      const { rows: [given] } = await t.database.db.executeQuery<{ json: string }>(CompiledQuery.raw(text, [system, id]));
+      const statement: string = `select ${recordJsonSql(table, 'r', t.database.dialect.name, pg ? '$1::text' : '?')} as json from "${table.physical}" as r where r.id = ${pg ? '$2' : '?'}`;
+      const { rows: [given] } = await t.database.db.executeQuery<{ json: string }>(CompiledQuery.raw(statement, [system, id]));
       assert.equal(given.json.slice(0, given.json.indexOf('"values":{')), rendered.json.slice(0, rendered.json.indexOf('"values":{')), id);
       assert.deepStrictEqual(JSON.parse(given.json), JSON.parse(rendered.json), id);
     }

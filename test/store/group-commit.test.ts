@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import Sqlite from 'better-sqlite3';
+import { CompiledQuery } from 'kysely';
+import { type Database, inTransaction, openDatabase } from '../../src/store/database.ts';
+
+/**
+ * SQLite's writeNow commits the single-row writes of one turn of the event loop together
+ * (database.ts groupCommits): each in a savepoint of its own, answered only after the one commit.
+ */
+describe('SQLite group commit (writeNow)', () => {
+  let dir: string;
+  let file: string;
+  let database: Database;
+  /** Another connection to the file: it sees only what has committed. */
+  let observer: Sqlite.Database;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-group-commit-'));
+    file = path.join(dir, 'g.db');
+    database = await openDatabase(`sqlite:${file}`);
+    await database.db.executeQuery(CompiledQuery.raw('create table t (id text primary key, n integer not null)'));
+    observer = new Sqlite(file, { readonly: true });
+  });
+  beforeEach(async () => {
+    await database.db.executeQuery(CompiledQuery.raw('delete from t'));
+  });
+  after(async () => {
+    observer.close();
+    await database.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const writeNow = <T>(work: Parameters<NonNullable<Database['writeNow']>>[0]) => (database.writeNow as NonNullable<Database['writeNow']>)(work) as Promise<T>;
+  const insert = (id: string, n: number) => writeNow((run) => run('insert into t (id, n) values (?, ?) returning id', [id, n]));
+  const committed = () => observer.prepare('select id, n from t order by id').all();
+
+  it('commits the writes of one turn together, after the last of them ran, and answers each', async () => {
+    const seen: unknown[] = [];
+    const first = insert('a', 1);
+    const second = writeNow((run) => {
+      // The first write ran in this transaction and has not committed.
+      seen.push(run('select id from t', []), committed());
+      return run('insert into t (id, n) values (?, ?) returning id', ['b', 2]);
+    });
+    // Neither is answered before the commit, and the commit comes after both ran.
+    let answered = false;
+    void first.then(() => {
+      answered = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(answered, false);
+    assert.deepEqual(await first, [{ id: 'a' }]);
+    assert.deepEqual(await second, [{ id: 'b' }]);
+    assert.deepEqual(seen, [[{ id: 'a' }], []]);
+    assert.deepEqual(committed(), [{ id: 'a', n: 1 }, { id: 'b', n: 2 }]);
+  });
+
+  it('rolls a write that throws back alone: the others of its group commit', async () => {
+    const results = await Promise.allSettled([
+      insert('a', 1),
+      writeNow((run) => {
+        run('insert into t (id, n) values (?, ?)', ['x', 9]);
+        return run('insert into t (id, n) values (?, ?)', ['a', 2]); // the id is taken: throws
+      }),
+      insert('b', 3),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /UNIQUE/);
+    assert.deepEqual(committed(), [{ id: 'a', n: 1 }, { id: 'b', n: 3 }]);
+  });
+
+  it('fails every write of the group when the transaction itself is lost, and writes on afterwards', async () => {
+    const results = await Promise.allSettled([
+      insert('a', 1),
+      writeNow((run) => {
+        run('rollback', []); // as SQLite does on a full disk
+        throw new Error('disk full');
+      }),
+      insert('b', 2),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+    for (const r of results) assert.match(String((r as PromiseRejectedResult).reason), /disk full/);
+    assert.deepEqual(committed(), []);
+    assert.deepEqual(await insert('c', 3), [{ id: 'c' }]);
+    assert.deepEqual(committed(), [{ id: 'c', n: 3 }]);
+  });
+
+  it('waits for a transaction of the query builder, and writes after it in order', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tx = inTransaction(database, async (t) => {
+      await t.executeQuery(CompiledQuery.raw('insert into t (id, n) values (?, ?)', ['tx', 1]));
+      await held;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    const write = writeNow((run) => run('select n from t where id = ?', ['tx']));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await tx;
+    // The write ran after the transaction committed, and saw its row.
+    assert.deepEqual(await write, [{ n: 1 }]);
+  });
+});
