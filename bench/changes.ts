@@ -19,7 +19,6 @@
 // SQLite by default; BENCH_DATABASE=postgres runs the services on a PostgreSQL server the benchmark
 // starts (a database for each).
 //   npm run build && node --import tsx bench/changes.ts [bulks=50] [rounds=5] [events=20000]
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +27,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { median } from './support/rounds.ts';
 import { api, createBenchTable, dataset } from './support/dataset.ts';
-import { BENCH_KEY, type Proc, ROOT, cpuMs, startService } from './support/processes.ts';
+import { BENCH_KEY, type Proc, cpuMs, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 
@@ -38,10 +37,6 @@ const EVENTS = Number(process.argv[4] ?? 20_000);
 if (![BULKS, ROUNDS, EVENTS].every((n) => Number.isInteger(n) && n >= 1)) throw new Error('usage: bench/changes.ts [bulks=50] [rounds=5] [events=20000]');
 const SIZE = 1000;
 const RATIO_GOAL = 0.8;
-
-// The launcher names tsx on stderr when it would run src/ through it rather than the build.
-const note = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: ROOT, encoding: 'utf8' }).stderr.trim();
-if (/tsx/.test(note)) throw new Error(`the service would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` first`);
 
 const ds = await dataset();
 const source = [...ds.rows(Math.max(BULKS, Math.ceil(EVENTS / SIZE)) * SIZE)];

@@ -36,7 +36,6 @@
 // The service runs as configured by default, so with its change log (every imported row is also
 // a change entry); ROWHOUSE_CHANGE_LOG=off in the environment measures it without.
 //   npm run build && node --import tsx bench/import.ts [rows=1000000] [rounds=3]      (BENCH_DATABASE=postgres too)
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,7 +44,7 @@ import pg from 'pg';
 import { csvOfDataset } from './support/csv.ts';
 import { median } from './support/rounds.ts';
 import { api, type BenchTable, createBenchTable, dataset } from './support/dataset.ts';
-import { BENCH_KEY, type Proc, ROOT, cpuMs, memory, sampled, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, type Proc, cpuMs, memory, sampled, startFloor, startService } from './support/processes.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 
@@ -137,24 +136,12 @@ async function measure(pid: number, url: string, n: number, headers: Record<stri
   };
 }
 
-/**
- * What the launcher says on stderr when it starts: it names tsx when it runs src/ through it (dist/
- * missing or older than src/). Asked with --help just before the service starts, which makes the
- * same check; startService keeps the service's own stderr to itself.
- */
-function launcherNote(): string {
-  const run = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: ROOT, encoding: 'utf8' });
-  return run.stderr.trim();
-}
-
 // The client's own cost: generating the file alone, and its size.
 let bytes = 0;
 const g0 = process.hrtime.bigint();
 for (const chunk of csvFile(N)) bytes += chunk.length;
 const generateSeconds = Number(process.hrtime.bigint() - g0) / 1e9;
 
-const note = launcherNote();
-if (/tsx/.test(note)) throw new Error(`the service would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` first`);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-bench-import-'));
 const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
 if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -68,7 +68,22 @@ function profiled(): string[] {
 }
 
 /** The service as a user runs it: `rowhouse serve`. */
+/**
+ * Refuses to measure src/ run through tsx rather than the build: the launcher names tsx on stderr
+ * when it would (dist/ missing or older than src/). Asked once, with --help, which makes the same
+ * check; startService keeps the service's own stderr to itself.
+ */
+let buildChecked = false;
+function requireBuild(): void {
+  if (buildChecked) return;
+  const note = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: ROOT, encoding: 'utf8' }).stderr.trim();
+  if (/tsx/.test(note)) throw new Error(`the service would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` first`);
+  buildChecked = true;
+}
+
+/** `rowhouse serve` from the build (dist/), on a port of its own. */
 export async function startService(env: Record<string, string>): Promise<Proc> {
+  requireBuild();
   const port = await freePort();
   return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
 }
