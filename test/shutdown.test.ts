@@ -13,10 +13,12 @@ import { childEnv } from './support/served.ts';
 import { freePort, within } from './support/wire.ts';
 
 /**
- * Graceful shutdown under load (issue 17, item 5), on a real `rowhouse serve` process: on SIGTERM
- * an export streaming completes, a changes long poll answers at once, new connections are
- * refused, and the process exits 0; a connection still busy past ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS
- * is closed and the process exits 0 all the same.
+ * Graceful shutdown under load (issue 17, item 8), on a real `rowhouse serve` process: on SIGTERM
+ * amid single and bulk writes of six clients, the writes in flight are answered, an export
+ * streaming completes, a changes long poll answers at once, new connections are refused, the
+ * process exits 0, and every write answered 201 is there when the server starts again (and no
+ * other); a connection still busy past ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS is closed and the process
+ * exits 0 all the same.
  */
 
 const BIN = fileURLToPath(new URL('../bin/rowhouse.mjs', import.meta.url));
@@ -102,6 +104,60 @@ async function api(base: string, method: string, target: string, body?: unknown)
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+/** One write of a writer (writers below): what it wrote, when it was sent, and how it ended. */
+interface Write {
+  ids: string[];
+  sentAt: number;
+  status?: number;
+  error?: string;
+}
+
+/**
+ * Writers on `table`, each on keep-alive connections of its own: single creates and 300-row bulk
+ * creates in turn, one after another, until one is refused (a 503 as the server closes, or the
+ * connection): the traffic a SIGTERM lands in.
+ */
+function writers(base: string, table: string, count: number): { writes: Write[]; done: Promise<void> } {
+  const writes: Write[] = [];
+  const one = async (w: number) => {
+    for (let n = 0; ; n++) {
+      const bulk = n % 2 === 1;
+      const ids = bulk ? Array.from({ length: 300 }, (_, k) => `w${w}-${n}-${k}`) : [`w${w}-${n}`];
+      const write: Write = { ids, sentAt: Date.now() };
+      writes.push(write);
+      try {
+        const body = bulk ? { data: ids.map((id) => ({ id, values: { n } })) } : { id: ids[0], values: { n } };
+        const res = await fetch(`${base}/api/tables/${table}/rows${bulk ? '-bulk' : ''}`, {
+          method: 'POST',
+          headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        await res.arrayBuffer();
+        write.status = res.status;
+        if (res.status !== 201) return;
+      } catch (err) {
+        write.error = String((err as Error & { cause?: unknown }).cause ?? err);
+        return;
+      }
+    }
+  };
+  return { writes, done: Promise.all(Array.from({ length: count }, (_, w) => one(w))).then(() => undefined) };
+}
+
+/** Every row id of a table, read page by page. */
+async function rowIds(base: string, table: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  let next: string | null = `${base}/api/tables/${table}/rows?pageSize=200`;
+  while (next) {
+    const res = await fetch(next, { headers: { 'x-api-key': KEY } });
+    assert.equal(res.status, 200);
+    const page = (await res.json()) as { data: { id: string }[]; nextUrl: string | null };
+    for (const row of page.data) ids.add(row.id);
+    next = page.nextUrl;
+  }
+  return ids;
+}
+
 /** About 11 MB of CSV: more than the socket buffers on both sides hold, so the export is still being written when paused. */
 const ROWS = 16_000;
 const PAD = 'p'.repeat(700);
@@ -109,12 +165,13 @@ const idOf = (i: number) => `r${String(i).padStart(5, '0')}`;
 
 describe('shutdown under load', { concurrency: 1 }, () => {
   for (const kind of databaseKinds()) {
-    it(`[${kind}] SIGTERM: the export in flight completes, the long poll answers at once, new connections are refused, exit 0`, async () => {
+    it(`[${kind}] SIGTERM amid writes: the writes and the export in flight complete, the long poll answers at once, new connections are refused, exit 0, every answered write kept`, async () => {
       const scratch = await scratchDatabase(kind);
       cleanups.push(() => scratch.drop());
       // A bound far above what the test waits for: nothing here may need it.
       const s = await serve(scratch, { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '60' });
       assert.equal((await api(s.base, 'POST', '/api/tables', { code: 'big', name: 'Big', fields: [{ code: 'n', type: 'number' }, { code: 'pad', type: 'text' }] })).status, 201);
+      assert.equal((await api(s.base, 'POST', '/api/tables', { code: 'w', name: 'Writes', fields: [{ code: 'n', type: 'number' }] })).status, 201);
       for (let start = 0; start < ROWS; start += 1000) {
         const data = Array.from({ length: 1000 }, (_, k) => ({ id: idOf(start + k), values: { n: start + k, pad: PAD } }));
         assert.equal((await api(s.base, 'POST', '/api/tables/big/rows-bulk', { data })).status, 201);
@@ -153,8 +210,11 @@ describe('shutdown under load', { concurrency: 1 }, () => {
 
       // The long poll: nothing comes after the latest change, so it would wait 30 s.
       const poll = fetch(`${s.base}/api/tables/big/changes?wait=30&after=${latest}`, { headers: { 'x-api-key': KEY } }).then(async (r) => ({ status: r.status, body: await r.json() }));
-      await sleep(500);
+      // Writers busy on their own connections when the SIGTERM comes.
+      const traffic = writers(s.base, 'w', 6);
+      await sleep(1000);
 
+      const termAt = Date.now();
       s.child.kill('SIGTERM');
       const polled = await within(10_000, 'the long poll answering after SIGTERM', poll);
       assert.equal(polled.status, 200);
@@ -178,6 +238,26 @@ describe('shutdown under load', { concurrency: 1 }, () => {
       const exit = await within(20_000, 'the exit once nothing is in flight', s.exited);
       assert.equal(exit.signal, null);
       assert.equal(exit.code, 0, exit.stderr);
+
+      // The writes: each sent well before the SIGTERM was answered 201; each sent later was
+      // answered 201, or refused (a 503 while closing, or the connection), never failed otherwise.
+      await within(10_000, 'the writers stopping', traffic.done);
+      const { writes } = traffic;
+      const before = writes.filter((w) => w.sentAt < termAt - 200);
+      assert.ok(before.length >= 12, `writes before the SIGTERM: ${before.length}`);
+      for (const w of before) assert.equal(w.status, 201, `a write sent before the SIGTERM: ${w.status ?? w.error}`);
+      for (const w of writes) {
+        if (w.status !== undefined) assert.ok(w.status === 201 || w.status === 503, `a write answered ${w.status}`);
+        else assert.match(String(w.error), /ECONNREFUSED|ECONNRESET|SocketError|other side closed|EPIPE/, `a write failed: ${w.error}`);
+      }
+      const answered = writes.filter((w) => w.status === 201).flatMap((w) => w.ids);
+      // Refused writes leave nothing; answered ones are all there, read by a server started anew.
+      const again = await serve(scratch);
+      const kept = await rowIds(again.base, 'w');
+      assert.equal(kept.size, answered.length);
+      for (const id of answered) assert.ok(kept.has(id), `the answered write of ${id} is lost`);
+      again.child.kill('SIGTERM');
+      assert.equal((await within(20_000, 'the second exit', again.exited)).code, 0);
     });
   }
 
