@@ -132,7 +132,8 @@ const exportRatio = median(exportRatios);
 // stdout, which this process reads as a log collector would. The two take turns, twice each.
 const logging = await startService({ ...env, ROWHOUSE_LOG_LEVEL: 'info' });
 const logCost: Record<string, { quiet: number; logged: number }> = {};
-for (const name of ['first page', 'get by id']) {
+// A read that renders 50 rows, the cheapest read, and a write.
+for (const name of ['first page', 'get by id', 'patch']) {
   const [, request] = workloads.find(([n]) => n === name) as (typeof workloads)[number];
   await load(logging.url, request, 1);
   const rps = { quiet: 0, logged: 0 };
