@@ -919,7 +919,9 @@ function requestArb(route: RegisteredRoute, fx: Fixture): fc.Arbitrary<FuzzReque
           return u;
         }),
       )
-    : fc.tuple(pathArb(url, fx, route.method), queryArb(route.method, url, fx), fc.constantFrom('', '', '', '', '', '&', '=', 'a=%ZZ', 'a[b]=1', '%26=1', 'filter', 'filter=%7B&filter=%7B')).map(([p, q, tail]) => p + queryText(q, tail));
+    : fc.tuple(pathArb(url, fx, route.method), queryArb(route.method, url, fx), fc.constantFrom('', '', '', '', '', '', '', '&', '=', 'a=%ZZ', 'a[b]=1', '%26=1', 'filter', 'filter=%7B&filter=%7B',
+      // Bytes that are no UTF-8 (a lone continuation byte, an overlong form, a surrogate, 0xFF), in parameters a route reads.
+      'filter=%FF', 'sort=%C0%AF', 'pageSize=%ED%A0%80', 'cursor=%80', 'after=%FF%FE', 'format=c%C0%AFv', 'filter=%7B%22%FF%22%3A1%7D', '%FF=1')).map(([p, q, tail]) => p + queryText(q, tail));
   const method = fc.oneof({ weight: 17, arbitrary: fc.constant(route.method) }, { weight: 3, arbitrary: fc.constantFrom(...METHODS) });
   return fc
     .record({
