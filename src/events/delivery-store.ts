@@ -6,7 +6,7 @@ import { type RowRecord, matchesRowFilter } from '../domain/row-filter-match.ts'
 import type { ErrorDetail } from '../errors.ts';
 import { changeJson } from '../render/change-json.ts';
 import { type Database, inTransaction } from '../store/database.ts';
-import { readableThrough } from '../store/change-log.ts';
+import { entriesAfter, readableThrough } from '../store/change-log.ts';
 import type { Meta, MetaDb } from '../store/meta-schema.ts';
 import { loadFields } from '../store/table-catalog.ts';
 
@@ -98,15 +98,7 @@ export class DeliveryStore {
       if (definition.trigger?.table !== cursor.tableId) return 0;
       // Only as far as no change may still commit below (change-log.ts): the cursor never passes one.
       const through = await readableThrough(tx, dialect, cursor.tableId);
-      const changes = await tx
-        .selectFrom('rh_changes')
-        .selectAll()
-        .where('tableId', '=', cursor.tableId)
-        .where('sequence', '>', Number(cursor.sequence))
-        .where('sequence', '<=', through)
-        .orderBy('sequence')
-        .limit(PLAN_BATCH)
-        .execute();
+      const changes = await entriesAfter(tx, cursor.tableId, Number(cursor.sequence), through, PLAN_BATCH);
       if (changes.length === 0) return 0;
       const judge = await this.judge(tx, definition);
       const rows: Delivery[] = [];

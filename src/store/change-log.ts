@@ -188,6 +188,36 @@ export async function readableThrough(db: Db, dialect: Dialect, tableId: string)
   return through;
 }
 
+/**
+ * Up to `limit` of a table's entries numbered after `after` and up to `through`, in order (the
+ * feed's pages, the flows' planning). The numbers just after `after` are asked for first, as many
+ * as are wanted: numbers are dense but for those a failed transaction took, so that window mostly
+ * holds the whole page. Only when it comes up short is the rest of the range asked for. Asked for
+ * the whole range at once, PostgreSQL planned by the table's statistics, and on a log grown since
+ * they were taken (the first minute of a bulk load) it expected a few rows: it fetched every entry
+ * after `after` and sorted them for each page, 45 ms for a page 100,000 entries from the end (a
+ * whole feed of 150,000 was read at 20,000 a second).
+ */
+export async function entriesAfter(db: Db, tableId: string, after: number, through: number, limit: number): Promise<Meta['rh_changes'][]> {
+  const range = async (from: number, upTo: number, most: number) => {
+    const query = (db as MetaDb)
+      .selectFrom('rh_changes')
+      .selectAll()
+      .where('tableId', '=', tableId)
+      .where('sequence', '>', from)
+      .where('sequence', '<=', upTo)
+      .orderBy('sequence')
+      .limit(most)
+      .compile();
+    return (await readRows(db, query)) as Meta['rh_changes'][];
+  };
+  const windowEnd = Math.min(through, after + limit);
+  if (after >= windowEnd) return [];
+  const first = await range(after, windowEnd, limit);
+  if (first.length === limit || windowEnd >= through) return first;
+  return first.concat(await range(windowEnd, through, limit - first.length));
+}
+
 /** The highest number among the table's entries kept (0: none). */
 export async function lastNumber(db: MetaDb, tableId: string): Promise<number> {
   const newest = await db.selectFrom('rh_changes').select('sequence').where('tableId', '=', tableId).orderBy('sequence', 'desc').limit(1).executeTakeFirst();
@@ -419,17 +449,7 @@ export class ChangeLog {
 
   /** Entries of a table after `after`, in order, as stored (their row and fields as JSON text), up to the last a reader may pass. */
   async read(db: Db, tableId: string, after: number, limit: number): Promise<Meta['rh_changes'][]> {
-    const through = await readableThrough(db, this.dialect, tableId);
-    const query = (db as MetaDb)
-      .selectFrom('rh_changes')
-      .selectAll()
-      .where('tableId', '=', tableId)
-      .where('sequence', '>', after)
-      .where('sequence', '<=', through)
-      .orderBy('sequence')
-      .limit(limit)
-      .compile();
-    return (await readRows(db, query)) as Meta['rh_changes'][];
+    return entriesAfter(db, tableId, after, await readableThrough(db, this.dialect, tableId), limit);
   }
 
   /** The last number retention has deleted of a table's entries (0 when none). */

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { PassThrough } from 'node:stream';
 import { sql } from 'kysely';
 import { changeNumbers } from '../../src/domain/row-columns.ts';
+import { entriesAfter } from '../../src/store/change-log.ts';
 import { migrate } from '../../src/store/migrations.ts';
 import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
@@ -180,6 +181,37 @@ eachDatabase('changes: the log and its feed', (kind) => {
     assert.ok((await t.app.changes!.purge(t.database.db, new Date(Date.now() + 1000).toISOString())) >= 60);
     assert.deepEqual((await feed(code)).data, []);
     expectError(await t.get(`/api/tables/${code}/changes`, { query: { after: '359' } }), 410);
+  });
+
+  it('reads pages across numbers no entry took (a failed transaction took them), in order, none skipped', async () => {
+    const tableId = `gaps-${kind}`;
+    const numbers = [1, 2, 3, 10, 11, 500, 501, 502, 9000];
+    await t.database.db
+      .insertInto('rh_changes')
+      .values(numbers.map((n) => ({ tableId, sequence: n, type: 'create' as const, rowId: `r${n}`, row: '{}', changedFields: null, occurredAt: new Date().toISOString(), memberId: null })))
+      .execute();
+    const read = async (after: number, through: number, limit: number) => (await entriesAfter(t.database.db, tableId, after, through, limit)).map((e) => Number(e.sequence));
+    // The first window (the `limit` numbers after `after`) holds the page, or part of it; the rest comes after it.
+    assert.deepEqual(await read(0, 10_000, 3), [1, 2, 3]);
+    assert.deepEqual(await read(0, 10_000, 5), [1, 2, 3, 10, 11]);
+    assert.deepEqual(await read(3, 10_000, 2), [10, 11]);
+    assert.deepEqual(await read(11, 10_000, 2), [500, 501]);
+    assert.deepEqual(await read(502, 10_000, 100), [9000]);
+    assert.deepEqual(await read(9000, 10_000, 100), []);
+    // Never past `through`, in either query.
+    assert.deepEqual(await read(0, 10, 100), [1, 2, 3, 10]);
+    assert.deepEqual(await read(3, 501, 100), [10, 11, 500, 501]);
+    assert.deepEqual(await read(11, 11, 100), []);
+    // Followed page by page, every entry once, in order.
+    const followed: number[] = [];
+    for (let after = 0; ; ) {
+      const page = await read(after, 10_000, 2);
+      if (page.length === 0) break;
+      followed.push(...page);
+      after = page[page.length - 1];
+    }
+    assert.deepEqual(followed, numbers);
+    await t.database.db.deleteFrom('rh_changes').where('tableId', '=', tableId).execute();
   });
 
   it('SQLite: migration 10 keeps every entry, in a table clustered by its key', { skip: kind !== 'sqlite' && 'SQLite only' }, async () => {
