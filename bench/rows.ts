@@ -129,19 +129,16 @@ const exportRatio = median(exportRatios);
 
 // The access log's cost (issue 17 item 7): the service above runs at ROWHOUSE_LOG_LEVEL=warn,
 // which silences it. A second one on the same database logs every request at info, on its
-// stdout, which this process reads as a log collector would. The two take turns, twice each.
+// stdout, which this process reads as a log collector would. Two paired rounds, their rates averaged.
 const logging = await startService({ ...env, ROWHOUSE_LOG_LEVEL: 'info' });
 const logCost: Record<string, { quiet: number; logged: number }> = {};
 // A read that renders 50 rows, the cheapest read, and a write.
 for (const name of ['first page', 'get by id', 'patch']) {
   const [, request] = workloads.find(([n]) => n === name) as (typeof workloads)[number];
   await load(logging.url, request, 1);
-  const rps = { quiet: 0, logged: 0 };
-  for (let round = 0; round < 2; round++) {
-    rps.quiet += (await load(service.url, request, SECONDS)).rps / 2;
-    rps.logged += (await load(logging.url, request, SECONDS)).rps / 2;
-  }
-  logCost[name] = rps;
+  const runs = await pairedRounds(2, ['quiet', 'logged'], (side) => load(side === 'quiet' ? service.url : logging.url, request, SECONDS));
+  const mean = (xs: Load[]) => xs.reduce((sum, r) => sum + r.rps, 0) / xs.length;
+  logCost[name] = { quiet: mean(runs.quiet), logged: mean(runs.logged) };
 }
 await logging.stop();
 

@@ -19,7 +19,7 @@ import { startPostgres } from '../test/support/postgres-server.mjs';
 
 const SECONDS = Number(process.argv[2] ?? 300);
 const N = Number(process.argv[3] ?? 20_000);
-if (!(SECONDS >= 30) || !(Number.isInteger(N) && N >= 1000)) throw new Error("usage: bench/soak.ts [seconds>=30] [rows>=1000] (the warm-up alone is 10 s)");
+if (!(SECONDS >= 30) || !(Number.isInteger(N) && N >= 1000)) throw new Error('usage: bench/soak.ts [seconds>=30] [rows>=1000] (the warm-up alone is 10 s)');
 const DRIFT_BUDGET_MIB = 16;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-soak-'));

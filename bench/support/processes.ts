@@ -67,7 +67,6 @@ function profiled(): string[] {
   return process.env.PROFILE_SERVICE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_SERVICE}`] : [];
 }
 
-/** The service as a user runs it: `rowhouse serve`. */
 /**
  * Refuses to measure src/ run through tsx rather than the build: the launcher names tsx on stderr
  * when it would (dist/ missing or older than src/). Asked once, with --help, which makes the same
@@ -81,7 +80,7 @@ function requireBuild(): void {
   buildChecked = true;
 }
 
-/** `rowhouse serve` from the build (dist/), on a port of its own. */
+/** The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own. */
 export async function startService(env: Record<string, string>): Promise<Proc> {
   requireBuild();
   const port = await freePort();

@@ -316,7 +316,6 @@ function groupCommits(raw: SqliteDatabase.Database, run: Run, hold: (commit: () 
       for (const member of group.members) runMember(group, member);
       // The writes that come in this turn of the event loop join; then the group commits.
       await new Promise((resolve) => setImmediate(resolve));
-      if (open === group) open = undefined;
       if (!group.failed) run('commit', []);
     } catch (error) {
       group.failed ??= { error };
