@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { badRequest } from '../errors.ts';
+import { badRequest } from './errors.ts';
 
 /**
  * Keyset cursors: opaque, signed, carrying the last row's sort values and bound to the table,

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 import { isObject } from './json.ts';
 import { isIpLiteral, isPrivateAddress } from './private-address.ts';
 

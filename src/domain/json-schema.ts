@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 
 /** The one JSON Schema validator: every problem of a value is reported, not just the first. */
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });

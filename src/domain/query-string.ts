@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 
 /** Reading query strings whose parameters are given once each, some as URL-encoded JSON. */
 

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 
 /** Every id that repeats an earlier one in a request, as a problem at its place (`data[3]`, `[3]`). */
 export function repeatedIds(ids: readonly (string | undefined)[], key = ''): ErrorDetail[] {

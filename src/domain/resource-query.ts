@@ -1,7 +1,7 @@
 import { normaliseDateTime } from './dates.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 import { jsonParam, readQuery } from './query-string.ts';
-import { type ErrorDetail, invalid } from '../errors.ts';
+import { type ErrorDetail, invalid } from './errors.ts';
 import { isObject } from './json.ts';
 
 /**

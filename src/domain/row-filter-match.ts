@@ -1,5 +1,6 @@
 import type { RowFilter } from './row-filter.ts';
 import type { RowColumn } from './row-columns.ts';
+import type { RowRecord } from './row.ts';
 
 /**
  * The row filter of CONTRACT §6 evaluated in memory, on a row record as the API renders it
@@ -10,15 +11,6 @@ import type { RowColumn } from './row-columns.ts';
  * Adapted from the reference evaluator of the property tests (test/support/reference-rows.ts),
  * against which test/domain/row-filter-match.test.ts checks it.
  */
-
-export interface RowRecord {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy: string | null;
-  updatedBy: string | null;
-  values: Record<string, unknown>;
-}
 
 function valueOf(record: RowRecord, target: RowColumn): unknown {
   const v = target.system ? (record as unknown as Record<string, unknown>)[target.key] : record.values[target.key];

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 import type { FilterOp } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';

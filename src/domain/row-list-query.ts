@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from './errors.ts';
 import { type CursorValue, cursorBinding, readCursor } from './cursor.ts';
 import { intParam, jsonParam, readQuery } from './query-string.ts';
 import type { FieldLookup } from './row-columns.ts';

@@ -1,4 +1,4 @@
-import { type ErrorDetail, HttpError, badRequest, invalid, notFound } from '../errors.ts';
+import { type ErrorDetail, ServiceError, badRequest, invalid, notFound } from './errors.ts';
 import { isObject } from './json.ts';
 import { repeatedIds } from './repeated-ids.ts';
 import type { FieldLookup } from './row-columns.ts';
@@ -93,12 +93,12 @@ export type BatchOperation<T extends FieldLookup> =
   | { type: 'create'; index: number; table: T; tableRef: string; input: RowCreate }
   | { type: 'update'; index: number; table: T; tableRef: string; patch: RowPatch }
   | { type: 'delete'; index: number; table: T; tableRef: string; id: string }
-  | { type: 'invalid'; index: number; error: HttpError };
+  | { type: 'invalid'; index: number; error: ServiceError };
 
 /** An operation's error, named by its place in the batch: `operations[i]: …` and `index: i`. */
 export function atOperation(err: unknown, index: number): unknown {
   const where = `operations[${index}]`;
-  if (!(err instanceof HttpError) || err.message.startsWith(where)) return err;
+  if (!(err instanceof ServiceError) || err.message.startsWith(where)) return err;
   return err.at(where, { index });
 }
 
@@ -116,8 +116,8 @@ export function parseBatch<T extends FieldLookup>(body: unknown, tables: Readonl
     try {
       return parseOperation(op, index, tables);
     } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
-      return { type: 'invalid', index, error: atOperation(err, index) as HttpError };
+      if (!(err instanceof ServiceError)) throw err;
+      return { type: 'invalid', index, error: atOperation(err, index) as ServiceError };
     }
   });
 }

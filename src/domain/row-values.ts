@@ -1,4 +1,4 @@
-import { type ErrorDetail, invalid } from '../errors.ts';
+import { type ErrorDetail, invalid } from './errors.ts';
 import type { FieldDef } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { ROW_ID } from './codes.ts';

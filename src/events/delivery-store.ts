@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { type CompiledQuery, sql } from 'kysely';
 import type { FlowDefinition } from '../domain/flow-definition.ts';
 import { parseRowFilter } from '../domain/row-filter.ts';
-import { type RowRecord, matchesRowFilter } from '../domain/row-filter-match.ts';
-import type { ErrorDetail } from '../errors.ts';
+import { matchesRowFilter } from '../domain/row-filter-match.ts';
+import type { ErrorDetail } from '../domain/errors.ts';
 import { changeJson } from '../render/change-json.ts';
 import { type Database, inTransaction } from '../store/database.ts';
 import { entriesAfter, readableThrough } from '../store/change-log.ts';
 import type { Meta, MetaDb } from '../store/meta-schema.ts';
 import { loadFields } from '../store/table-catalog.ts';
+import type { RowRecord } from '../domain/row.ts';
 
 /**
  * The delivery queue in the database (rh_flow_cursors, rh_flow_deliveries), so that it survives

@@ -3,9 +3,9 @@ import { setImmediate } from 'node:timers/promises';
 import type { RowSelection } from '../domain/row-list-query.ts';
 import type { Database } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import type { TextEncoder } from './encodings.ts';
 import type { RowFormatter } from './formats.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /** Rows per chunk: memory holds about one chunk whatever the table size, and other requests run between chunks. */
 const EXPORT_CHUNK_ROWS = 1000;

@@ -2,16 +2,16 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { type FileLinks, type StoredFile, isFileField } from '../domain/field-types/file.ts';
-import { HttpError, badRequest, notFound } from '../errors.ts';
+import { ServiceError, badRequest, notFound } from '../domain/errors.ts';
 import { type Database, type Db, afterCommit, inTransaction } from '../store/database.ts';
 import { type FileRow, FileStore } from '../store/file-store.ts';
 import type { MetaDb } from '../store/meta-schema.ts';
-import type { RawRow } from '../store/rows.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import { attachment } from './disposition.ts';
 import { type FileUrlTarget, URL_LIFETIME_SECONDS, checkSignature, signedPath } from './signed-urls.ts';
 import { type FileStorage, FileTooLarge } from './storage.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow } from '../domain/row.ts';
 
 /**
  * File attachments (CONTRACT §8): upload URLs, uploads, attaching to row fields inside the write
@@ -28,7 +28,7 @@ export interface FilesOptions {
   warn?: (message: string) => void;
 }
 
-const forbidden = (message: string) => new HttpError('bad_signature', message);
+const forbidden = (message: string) => new ServiceError('bad_signature', message);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** Where the bytes of one upload go: a key per upload, so new bytes never overwrite ones attached meanwhile. */
@@ -87,7 +87,7 @@ export class Files {
   /** PUT of an upload URL: streams the body to storage, within the size limit. */
   async receive(target: FileUrlTarget, query: Record<string, unknown>, contentType: string | undefined, body: Readable, declaredBytes: number | undefined): Promise<{ size: number }> {
     const file = await this.signedFile('upload', target, query);
-    if (file.fieldId !== null) throw new HttpError('file_attached', `file ${file.id} is attached to a row: its bytes cannot change`);
+    if (file.fieldId !== null) throw new ServiceError('file_attached', `file ${file.id} is attached to a row: its bytes cannot change`);
     if (!contentType) throw badRequest('Content-Type is required: the type of the file, such as application/pdf');
     const limit = this.options.maxFileBytes;
     if (declaredBytes !== undefined && declaredBytes > limit) throw tooLarge(limit);
@@ -104,7 +104,7 @@ export class Files {
     );
     if ('closed' in outcome) {
       await this.storage.delete(key);
-      if (outcome.closed?.fieldId) throw new HttpError('file_attached', `file ${file.id} is attached to a row: its bytes cannot change`);
+      if (outcome.closed?.fieldId) throw new ServiceError('file_attached', `file ${file.id} is attached to a row: its bytes cannot change`);
       throw notFound(`file ${file.id} no longer exists`);
     }
     if (outcome.replaced) await this.storage.delete(outcome.replaced);
@@ -265,4 +265,4 @@ export class Files {
   }
 }
 
-const tooLarge = (limit: number) => new HttpError('payload_too_large', `The file is larger than the limit of ${limit} bytes (ROWHOUSE_MAX_FILE_BYTES)`);
+const tooLarge = (limit: number) => new ServiceError('payload_too_large', `The file is larger than the limit of ${limit} bytes (ROWHOUSE_MAX_FILE_BYTES)`);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HttpError } from '../errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
 import { type KeyState, type Principal, authenticate } from '../store/auth-store.ts';
 import { MetadataCache } from '../store/metadata-cache.ts';
@@ -10,7 +10,7 @@ declare module 'fastify' {
   }
 }
 
-const unauthorized = (message: string) => new HttpError('unauthorized', message);
+const unauthorized = (message: string) => new ServiceError('unauthorized', message);
 
 /**
  * Whether the request is for /api. The router's pattern is what counts when a route matched: it

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_BODY_DEPTH, tooDeepAt } from '../domain/json.ts';
-import { badRequest } from '../errors.ts';
+import { badRequest } from '../domain/errors.ts';
 
 /** At most this many steps of the path are quoted in the message (the rest is `…`). */
 const QUOTED_STEPS = 8;

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
-import type { ErrorDetail } from '../errors.ts';
-import { HttpError, invalid } from '../errors.ts';
+import type { ErrorDetail } from '../domain/errors.ts';
+import { ServiceError, invalid } from '../domain/errors.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { changeJson } from '../render/change-json.ts';
@@ -61,7 +61,7 @@ export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeL
     const db = deps.database.db;
     const purged = await log.purgedThrough(db, table.id);
     if (q.after !== undefined && q.after < purged) {
-      throw new HttpError('changes_gone', `Changes after ${q.after} are no longer kept (ROWHOUSE_CHANGES_RETENTION_SECONDS); the oldest kept come after ${purged}. Read the table again, then follow the feed from there.`);
+      throw new ServiceError('changes_gone', `Changes after ${q.after} are no longer kept (ROWHOUSE_CHANGES_RETENTION_SECONDS); the oldest kept come after ${purged}. Read the table again, then follow the feed from there.`);
     }
     const after = q.after ?? purged;
     let changes = await log.read(db, table.id, after, q.limit);

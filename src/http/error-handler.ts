@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type ErrorBody, type ErrorCode, type HttpError, codeOfStatus, errorBody, statusName } from '../errors.ts';
+import { type ErrorBody, type ErrorCode, type ServiceError, codeOfStatus, errorBody, statusName } from '../domain/errors.ts';
 import { toHttpError } from '../store/database-errors.ts';
 import type { Dialect } from '../store/dialect.ts';
 
@@ -20,7 +20,7 @@ declare module 'fastify' {
  */
 export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
   app.decorateRequest('errorCode', null);
-  app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
+  app.setErrorHandler((err: FastifyError | ServiceError, request, reply) => {
     // The last resort for the database errors no caller classified (a table changed under the request).
     const known = toHttpError(err, dialect);
     if (known) return sendError(request, reply, known.code, known.toBody());

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { type RowSelection, parseSelection } from '../domain/row-list-query.ts';
 import { intParam, readQuery } from '../domain/query-string.ts';
-import { type ErrorDetail, invalid } from '../errors.ts';
+import { type ErrorDetail, invalid } from '../domain/errors.ts';
 import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';
 import { exportStream } from '../export/export-stream.ts';
 import { EXPORT_FORMATS, FORMAT_INFO, type ExportFormat, rowFormatter } from '../export/formats.ts';

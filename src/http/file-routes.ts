@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
 import { ROW_ID } from '../domain/codes.ts';
 import { isObject } from '../domain/json.ts';
-import { badRequest } from '../errors.ts';
+import { badRequest } from '../domain/errors.ts';
 import { streamedBody } from './request-bodies.ts';
 import { type RowsDeps, tableOr404 } from './rows-routes.ts';
 

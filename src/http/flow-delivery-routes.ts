@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 import type { WebhookWorker } from '../events/webhook-worker.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
 
@@ -8,10 +8,10 @@ export function flowDeliveryRoutes(app: FastifyInstance, deliveries: ResourceSto
   app.post<{ Params: { id: string } }>('/api/flow-deliveries/:id/retry', async (request) => {
     const id = await deliveries.resolveId(request.params.id);
     const outcome = await worker.retry(id);
-    if (outcome === 'flow-disabled') throw new HttpError('delivery_not_retryable', `The flow of delivery ${id} is disabled: enable it to retry its deliveries`);
+    if (outcome === 'flow-disabled') throw new ServiceError('delivery_not_retryable', `The flow of delivery ${id} is disabled: enable it to retry its deliveries`);
     if (outcome === 'not-failed') {
       const item = await deliveries.get(id); // 404 when there is none
-      throw new HttpError('delivery_not_retryable', `Only a failed delivery can be retried; delivery ${id} is ${String(item.status)}${item.status === 'failed' ? ' and being retried' : ''}`);
+      throw new ServiceError('delivery_not_retryable', `Only a failed delivery can be retried; delivery ${id} is ${String(item.status)}${item.status === 'failed' ? ' and being retried' : ''}`);
     }
     return deliveries.get(id);
   });

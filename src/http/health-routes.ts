@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
 
 export function healthRoutes(app: FastifyInstance, database: Database): void {
@@ -9,7 +9,7 @@ export function healthRoutes(app: FastifyInstance, database: Database): void {
       await database.ping();
     } catch (err) {
       request.log.warn({ err }, 'database not ready');
-      throw new HttpError('unavailable', 'The database is not reachable');
+      throw new ServiceError('unavailable', 'The database is not reachable');
     }
     return { status: 'ok' };
   });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
-import type { ErrorDetail } from '../errors.ts';
-import { invalid } from '../errors.ts';
+import type { ErrorDetail } from '../domain/errors.ts';
+import { invalid } from '../domain/errors.ts';
 import { type FileRow, FileRows } from '../import/file-rows.ts';
 import { IMPORT_ENCODINGS, IMPORT_FORMATS, type ImportEncoding, type ImportFormat, fileProblem, fileRecords } from '../import/read-file.ts';
 import { type ImportOptions, RowImporter } from '../store/row-import.ts';

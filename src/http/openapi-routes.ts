@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { isUuid } from '../domain/codes.ts';
-import { notFound } from '../errors.ts';
+import { notFound } from '../domain/errors.ts';
 import { tableDocument } from '../openapi/table-document.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import type { RowsDeps } from './rows-routes.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /** OpenAPI documents (CONTRACT §10). */
 export function openapiRoutes(app: FastifyInstance, deps: RowsDeps): void {

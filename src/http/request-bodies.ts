@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HttpError } from '../errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 
 /**
  * What happens to request bodies the service does not read to their end, and to bodies that stop
@@ -73,7 +73,7 @@ export function streamedBody(request: FastifyRequest, payload: Readable, limit: 
   const raw = request.raw;
   const body = new PassThrough({ highWaterMark: 64 * 1024 });
   const gone = () => {
-    if (!raw.complete) body.destroy(new HttpError('invalid_request', 'The client closed the connection before the whole body arrived'));
+    if (!raw.complete) body.destroy(new ServiceError('invalid_request', 'The client closed the connection before the whole body arrived'));
   };
   raw.once('close', gone);
   body.once('close', () => raw.off('close', gone));
@@ -106,7 +106,7 @@ export function installBodyHandling(app: FastifyInstance, options: BodyOptions):
 
   const stall = (w: Watched) => {
     const seconds = options.idleMs / 1000;
-    const err = new HttpError('request_timeout', `The request body stopped arriving: nothing came for ${seconds} second${seconds === 1 ? '' : 's'}`);
+    const err = new ServiceError('request_timeout', `The request body stopped arriving: nothing came for ${seconds} second${seconds === 1 ? '' : 's'}`);
     stalled.add(w.raw);
     if (w.body && !w.body.destroyed) w.body.destroy(err);
     // Fastify's JSON reader listens for errors of the request: it answers 408.

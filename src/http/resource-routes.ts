@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
-import { badRequest, invalid } from '../errors.ts';
+import { badRequest, invalid } from '../domain/errors.ts';
 import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
 import type { Attrs } from '../store/resources/resource-spec.ts';
 import { writeContext } from './auth.ts';

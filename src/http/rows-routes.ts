@@ -2,14 +2,16 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { signCursor } from '../domain/cursor.ts';
 import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
 import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
-import { HttpError, notFound } from '../errors.ts';
+import { ServiceError, notFound } from '../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../store/database.ts';
 import type { FileLinks } from '../domain/field-types/file.ts';
 import type { Files } from '../files/files.ts';
-import type { RawRow, RowStore } from '../store/rows.ts';
-import type { TableCatalog, TableDef } from '../store/table-catalog.ts';
+import type { RowStore } from '../store/rows.ts';
+import type { TableCatalog } from '../store/table-catalog.ts';
 import { writeContext } from './auth.ts';
 import { JSON_TYPE, recordJson, recordsJson } from '../render/row-json.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow } from '../domain/row.ts';
 
 export interface RowsDeps {
   database: Database;
@@ -41,7 +43,7 @@ const SCHEMA_RUNS = 3;
  * statements name was dropped (the database refuses the statement, so nothing of it was written).
  */
 function schemaChanged(deps: RowsDeps, err: unknown): boolean {
-  return err instanceof HttpError ? err.code === 'schema_changed' : deps.database.dialect.isSchemaChanged(err);
+  return err instanceof ServiceError ? err.code === 'schema_changed' : deps.database.dialect.isSchemaChanged(err);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { invalid } from '../errors.ts';
+import { invalid } from '../domain/errors.ts';
 
 /** API writes (POST, PUT, PATCH, DELETE) take no query parameters: one given is a mistake (a misspelt route or option), not noise to ignore. */
 function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {

@@ -2,8 +2,8 @@ import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { isObject } from '../domain/json.ts';
 import { isSystemColumn } from '../domain/row-columns.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import { type FileRecord, type ImportFormat, fileProblem } from './read-file.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /**
  * An imported file's records as row bodies `{id?, values}`, in the shapes rows-export writes: a

@@ -1,7 +1,7 @@
 import { Readable, finished } from 'node:stream';
 import { CsvError, Parser } from 'csv-parse';
 import iconv from 'iconv-lite';
-import { HttpError, badRequest } from '../errors.ts';
+import { ServiceError, badRequest } from '../domain/errors.ts';
 
 /**
  * An imported file read as records, streamed: bytes → text (in the file's encoding, within the
@@ -77,7 +77,7 @@ async function* decoded(body: AsyncIterable<Buffer>, encoding: ImportEncoding, m
   };
   for await (const chunk of body) {
     bytes += chunk.length;
-    if (bytes > maxBytes) throw new HttpError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes (ROWHOUSE_MAX_FILE_BYTES)`);
+    if (bytes > maxBytes) throw new ServiceError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes (ROWHOUSE_MAX_FILE_BYTES)`);
     let next = chunk;
     if (head) {
       head = Buffer.concat([head, chunk]);
@@ -173,7 +173,7 @@ async function* delimited(text: AsyncIterable<string>, delimiter: string): Async
   try {
     yield* batches<FileRecord>(parser);
   } catch (err) {
-    if (err instanceof HttpError) throw err;
+    if (err instanceof ServiceError) throw err;
     // Every error of the parser is one of the file (its codes do not all start with CSV_). A quote
     // in an unquoted cell is found as the parser reads its line, which it says, before the records
     // up to there are taken from it.

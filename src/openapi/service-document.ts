@@ -5,9 +5,9 @@ import { type AttrType, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, OPS_BY_TYPE, type Qu
 import { members } from '../store/resources/members.ts';
 import { type AttrSpec, type ResourceSpec, SYSTEM_ATTRS } from '../store/resources/resource-spec.ts';
 import { MAX_MANY, bodySchema } from '../store/resources/resource-store.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import { jsonParam, tableDocument } from './table-document.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /**
  * The service's own OpenAPI 3.1 document (CONTRACT §10, `GET /openapi.json`): every route the app

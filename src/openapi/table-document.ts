@@ -1,8 +1,8 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
-import type { TableDef } from '../store/table-catalog.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /**
  * The OpenAPI 3.1 document of one table's row API (CONTRACT §10): every rows route at its concrete

@@ -2,7 +2,7 @@ import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { ColumnKind } from '../domain/value-codec.ts';
 import type { DialectName } from '../store/dialect.ts';
-import type { TableDef } from '../store/table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /**
  * A row record's JSON text as an SQL expression over the row's columns, for the change entries a

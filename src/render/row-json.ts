@@ -3,8 +3,8 @@ import type { FileLinks } from '../domain/field-types/file.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
-import type { RawRow } from '../store/rows.ts';
-import type { TableDef } from '../store/table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow } from '../domain/row.ts';
 
 /**
  * Row records (the seed spec's single-row shape) written as JSON text straight from the columns

@@ -6,8 +6,8 @@ import { recordJsonSql } from '../render/row-json-sql.ts';
 import { type Database, type Db, afterCommit, beforeCommit, readRows } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
-import type { RawRow } from './rows.ts';
-import type { TableDef } from './table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow } from '../domain/row.ts';
 
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and

@@ -1,9 +1,9 @@
-import { HttpError } from '../errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 import type { Dialect } from './dialect.ts';
 
 /**
  * The one place database errors become answers. A request can make the database fail in a few
- * ways that are its own doing or bad luck, never the service's fault; each is an HttpError with a
+ * ways that are its own doing or bad luck, never the service's fault; each is an ServiceError with a
  * stable code. Anything else stays a fault (a 500, logged).
  */
 
@@ -20,23 +20,23 @@ export type Writing =
   | { kind: 'item'; label: string };
 
 /** A row with this id exists (found by a constraint, or by looking first). */
-export function rowExists(id: string): HttpError {
-  return new HttpError('row_exists', `a row with id ${id} already exists; set options.upsert to update it`);
+export function rowExists(id: string): ServiceError {
+  return new ServiceError('row_exists', `a row with id ${id} already exists; set options.upsert to update it`);
 }
 
-/** The HttpError a database error stands for; an HttpError as it is; undefined for a fault. */
-export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): HttpError | undefined {
-  if (err instanceof HttpError) return err;
+/** The ServiceError a database error stands for; an ServiceError as it is; undefined for a fault. */
+export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): ServiceError | undefined {
+  if (err instanceof ServiceError) return err;
   if (writing && dialect.isUniqueViolation(err)) {
     if (writing.kind === 'row') return rowExists(writing.id);
-    if (writing.kind === 'rows') return new HttpError('row_exists', 'a row with one of these ids already exists');
-    return new HttpError('unique_value', uniqueViolationMessage(err, writing.label));
+    if (writing.kind === 'rows') return new ServiceError('row_exists', 'a row with one of these ids already exists');
+    return new ServiceError('unique_value', uniqueViolationMessage(err, writing.label));
   }
   if (dialect.isSchemaChanged(err)) {
-    return new HttpError('schema_changed', "The table's fields changed while this request ran; send it again");
+    return new ServiceError('schema_changed', "The table's fields changed while this request ran; send it again");
   }
   if (dialect.isTooManyColumns(err)) {
-    return new HttpError(
+    return new ServiceError(
       'too_many_columns',
       "The table has reached the database's limit of columns (fields removed over time count too): create a new table",
     );

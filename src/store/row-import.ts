@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { type RowCreate, checkRowCreate } from '../domain/row-values.ts';
-import { type ErrorDetail, HttpError, invalid } from '../errors.ts';
+import { type ErrorDetail, ServiceError, invalid } from '../domain/errors.ts';
 import type { FileRow } from '../import/file-rows.ts';
 import { withBoundedHeapGrowth } from '../import/heap-growth.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowStore } from './rows.ts';
-import type { TableDef } from './table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
 
 /**
  * Writes an imported file's rows (POST /rows-import), streamed in chunks: each row checked as the
@@ -201,7 +201,7 @@ export class RowImporter {
     for (const one of chunk) {
       if (options.mode === 'upsert' && one.input.id !== undefined) {
         const done = await this.rows.create(tx, table, one.input, ctx).catch((err) => {
-          throw err instanceof HttpError ? Object.assign(err, { importLine: one.line }) : err;
+          throw err instanceof ServiceError ? Object.assign(err, { importLine: one.line }) : err;
         });
         if (done.created) created++;
         else updated++;
@@ -220,7 +220,7 @@ export class RowImporter {
 
   /** Names a row's failure in the database (an id that exists) as its line's problem; false for any other error. */
   private named(err: unknown, chunk: Checked[], problem: (line: number, column: string, message: string) => void): boolean {
-    if (!(err instanceof HttpError) || err.statusCode >= 500) return false;
+    if (!(err instanceof ServiceError) || err.statusCode >= 500) return false;
     const line = (err as { importLine?: number }).importLine ?? (chunk.length === 1 ? chunk[0].line : undefined);
     if (line === undefined) return false;
     problem(line, err.code === 'row_exists' ? 'id' : '', err.message);

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type BatchOperation, type RowPatch, atOperation } from '../domain/row-requests.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { HttpError, invalid, notFound } from '../errors.ts';
+import { ServiceError, invalid, notFound } from '../domain/errors.ts';
 import { rowExists } from './database-errors.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import { lockIds } from './row-locks.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
-import type { RawRow, RowStore } from './rows.ts';
-import type { TableCatalog, TableDef } from './table-catalog.ts';
+import type { RowStore } from './rows.ts';
+import type { TableCatalog } from './table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow } from '../domain/row.ts';
 
 /** Bulk writes within one table and the cross-table batch (CONTRACT §7): each all or nothing, in one transaction. */
 
@@ -30,7 +32,7 @@ export class RowWriter {
       // Only creates: the primary key finds an id that exists, without reading first. Rows go in
       // in order, so the first that exists fails the request, named by its index.
       const items = inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values }));
-      const at = (k: number, err: HttpError) => err.at(`data[${k}]`);
+      const at = (k: number, err: ServiceError) => err.at(`data[${k}]`);
       return { status: 201, data: await this.transaction((tx) => this.rows.insertMany(tx, table, items, ctx, at)) };
     }
 
@@ -47,7 +49,7 @@ export class RowWriter {
         if (input.upsert && input.id !== undefined) {
           // As a single create with upsert: another writer may insert or delete the row meanwhile.
           const done = await this.rows.create(tx, table, input, ctx, `data[${i}].values`).catch((err) => {
-            throw err instanceof HttpError && !err.message.startsWith('data[') ? err.at(`data[${i}]`) : err;
+            throw err instanceof ServiceError && !err.message.startsWith('data[') ? err.at(`data[${i}]`) : err;
           });
           result[i] = done.row;
           updated ||= !done.created;
@@ -77,7 +79,7 @@ export class RowWriter {
       const out: RawRow[] = [];
       for (const [i, input] of inputs.entries()) {
         const row = await this.rows.update(tx, table, ids[i], input.values, ctx).catch((err) => {
-          throw err instanceof HttpError ? err.at(`data[${i}]`) : err;
+          throw err instanceof ServiceError ? err.at(`data[${i}]`) : err;
         });
         if (!row) throw notFound(`data[${i}]: row ${ids[i]} not found`);
         out.push(row);
@@ -188,7 +190,7 @@ export class RowWriter {
       return await this.rows.insertMany(tx, table, items, ctx, (k, err) => atOperation(err, run[k].index));
     } catch (err) {
       // An error already naming its operation stands; anything else the run's first operation answers for.
-      throw err instanceof HttpError && err.extra?.index !== undefined ? err : atOperation(err, run[0].index);
+      throw err instanceof ServiceError && err.extra?.index !== undefined ? err : atOperation(err, run[0].index);
     }
   }
 

@@ -7,7 +7,7 @@ import type { SortKey } from '../domain/row-sort.ts';
 import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
-import { HttpError, invalid } from '../errors.ts';
+import { ServiceError, invalid } from '../domain/errors.ts';
 import { duplicateRow, rowExists, toHttpError } from './database-errors.ts';
 import { type Compilable, CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, afterCommit, readRows } from './database.ts';
@@ -15,7 +15,8 @@ import { QueryTemplate } from './query-template.ts';
 import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
-import type { TableDef } from './table-catalog.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RawRow, RowRecord } from '../domain/row.ts';
 import { type ChangeLog, type LoneWrite, type RowChange, changeOf } from './change-log.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
@@ -27,17 +28,6 @@ export interface FileAttachments {
 // Every method taking ids treats one that no row can have (not a ROW_ID) as absent, without asking
 // the database: PostgreSQL fails on U+0000 rather than finding nothing.
 
-/** The row record of the seed spec: a single-row retrieval returns exactly this. */
-export interface RowRecord {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy: string;
-  updatedBy: string;
-  values: Record<string, unknown>;
-}
-
-export type RawRow = Record<string, unknown>;
 
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
@@ -340,7 +330,7 @@ export class RowStore {
     table: TableDef,
     items: { id: string; values: Map<FieldDef, unknown> }[],
     ctx: WriteContext,
-    at: (k: number, err: HttpError) => unknown = (_k, err) => err,
+    at: (k: number, err: ServiceError) => unknown = (_k, err) => err,
   ): Promise<RawRow[]> {
     const columns = this.columns(table);
     if (table.hasFiles && this.files) {
@@ -348,7 +338,7 @@ export class RowStore {
         try {
           await this.attachFiles(db, table, id, values, ctx.now);
         } catch (err) {
-          throw err instanceof HttpError ? at(k, err) : err;
+          throw err instanceof ServiceError ? at(k, err) : err;
         }
       }
     }

@@ -1,4 +1,5 @@
 import { isTableRef, isUuid } from '../domain/codes.ts';
+import type { TableDef } from '../domain/table.ts';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import type { ValueCodec } from '../domain/value-codec.ts';
 import type { Database } from './database.ts';
@@ -8,19 +9,6 @@ import type { MetaDb } from './meta-schema.ts';
 import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
 
-/** A user table's definition, as the rows routes plan against it. */
-export interface TableDef {
-  id: string;
-  code: string | null;
-  name: string;
-  version: number;
-  /** The SQL table holding its rows. */
-  physical: string;
-  fields: FieldDef[];
-  fieldsByCode: Map<string, FieldDef>;
-  /** Whether a field holds files: its writes then attach and release them (files/files.ts). */
-  hasFiles: boolean;
-}
 
 
 /** The fields of the given tables, in order, keyed by table id. */

@@ -3,9 +3,10 @@ import { it } from 'node:test';
 import fc from 'fast-check';
 import type { FieldDef } from '../../src/domain/field-types/field-type.ts';
 import { parseRowFilter } from '../../src/domain/row-filter.ts';
-import { type RowRecord, matchesRowFilter } from '../../src/domain/row-filter-match.ts';
-import type { ErrorDetail } from '../../src/errors.ts';
+import { matchesRowFilter } from '../../src/domain/row-filter-match.ts';
+import type { ErrorDetail } from '../../src/domain/errors.ts';
 import { type RefFields, type RefRow, matchesFilter } from '../support/reference-rows.ts';
+import type { RowRecord } from '../../src/domain/row.ts';
 
 /**
  * The in-memory row filter (a flow trigger's) against the property tests' reference evaluator,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
-import { HttpError } from '../../src/errors.ts';
+import { ServiceError } from '../../src/domain/errors.ts';
 import { type Writing, toHttpError } from '../../src/store/database-errors.ts';
 import { physicalColumn, physicalTable } from '../../src/store/user-tables.ts';
 import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
@@ -50,7 +50,7 @@ eachDatabase('toHttpError', (kind) => {
     const err = await failure(t.database.db.insertInto(physicalTable(tableId)).values(row).execute());
 
     const one = classify(err, { kind: 'row', id: 'r-1' });
-    assert.ok(one instanceof HttpError);
+    assert.ok(one instanceof ServiceError);
     assert.equal(one.code, 'row_exists');
     assert.equal(one.statusCode, 409);
     assert.match(one.message, /a row with id r-1 already exists/);
@@ -109,8 +109,8 @@ eachDatabase('toHttpError', (kind) => {
     assert.equal(known?.statusCode, 400);
   });
 
-  it('an HttpError is its own answer, and its code stays out of the body (CONTRACT §3)', () => {
-    const err = new HttpError('in_use', 'member m is the owner and cannot be deleted');
+  it('an ServiceError is its own answer, and its code stays out of the body (CONTRACT §3)', () => {
+    const err = new ServiceError('in_use', 'member m is the owner and cannot be deleted');
     assert.equal(classify(err), err);
     const placed = err.at('[2]', { index: 2 });
     assert.equal(placed.code, 'in_use');

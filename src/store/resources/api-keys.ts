@@ -1,5 +1,5 @@
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../domain/api-key.ts';
-import { badRequest } from '../../errors.ts';
+import { badRequest } from '../../domain/errors.ts';
 import { AUDIT_RELATIONS, type ResourceSpec } from './resource-spec.ts';
 
 const timestamp = { type: 'string', maxLength: 64 };

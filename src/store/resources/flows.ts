@@ -3,7 +3,7 @@ import { isUuid } from '../../domain/codes.ts';
 import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
 import { isObject } from '../../domain/json.ts';
 import { parseRowFilter } from '../../domain/row-filter.ts';
-import { type ErrorDetail, invalid } from '../../errors.ts';
+import { type ErrorDetail, invalid } from '../../domain/errors.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lastNumber } from '../change-log.ts';

@@ -1,4 +1,4 @@
-import { HttpError } from '../../errors.ts';
+import { ServiceError } from '../../domain/errors.ts';
 import { ownerMemberId } from '../settings.ts';
 import { AUDIT_RELATIONS, type ResourceSpec } from './resource-spec.ts';
 
@@ -18,9 +18,9 @@ export const members: ResourceSpec = {
   relations: AUDIT_RELATIONS,
   hooks: {
     async beforeDelete(tx, item) {
-      if (item.id === (await ownerMemberId(tx))) throw new HttpError('in_use', `member ${item.id} is the owner and cannot be deleted`);
+      if (item.id === (await ownerMemberId(tx))) throw new ServiceError('in_use', `member ${item.id} is the owner and cannot be deleted`);
       const key = await tx.selectFrom('rh_api_keys').select('id').where('memberId', '=', item.id).executeTakeFirst();
-      if (key) throw new HttpError('in_use', `member ${item.id} still owns API keys; delete them first`);
+      if (key) throw new ServiceError('in_use', `member ${item.id} still owns API keys; delete them first`);
     },
   },
 };

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../../errors.ts';
+import type { ErrorDetail } from '../../domain/errors.ts';
 import type { AttrType } from '../../domain/resource-query.ts';
 import type { Meta, MetaDb } from '../meta-schema.ts';
 

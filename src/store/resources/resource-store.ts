@@ -10,7 +10,7 @@ import {
   type ResourceFilter,
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
-import { type ErrorDetail, invalid, notFound } from '../../errors.ts';
+import { type ErrorDetail, invalid, notFound } from '../../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
 import { toHttpError } from '../database-errors.ts';
 import type { Dialect } from '../dialect.ts';

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { FIELD_TYPE_NAMES, type FieldDef } from '../../domain/field-types/field-type.ts';
 import { fieldOptionsSchema, fieldType, isFieldTypeName, isIndexed } from '../../domain/field-types/registry.ts';
 import { schemaDetails, schemaValidator, type Validator } from '../../domain/json-schema.ts';
-import { type ErrorDetail, invalid } from '../../errors.ts';
+import { type ErrorDetail, invalid } from '../../domain/errors.ts';
 import type { Db } from '../database.ts';
 import { isFileField } from '../../domain/field-types/file.ts';
 import type { MetaDb } from '../meta-schema.ts';

@@ -70,7 +70,7 @@ export function codeOfStatus(status: number): ErrorCode {
  * The one error path: everything that answers with an error throws this (or is turned into it
  * by the error handler), and it renders as {statusCode, error, message, details?, ...extra}.
  */
-export class HttpError extends Error {
+export class ServiceError extends Error {
   readonly statusCode: number;
   readonly code: ErrorCode;
   readonly details?: ErrorDetail[];
@@ -85,8 +85,8 @@ export class HttpError extends Error {
   }
 
   /** The same error, its message prefixed with where in a request of several items it happened. */
-  at(where: string, extra?: Record<string, unknown>): HttpError {
-    return new HttpError(this.code, `${where}: ${this.message}`, this.details, extra ? { ...this.extra, ...extra } : this.extra);
+  at(where: string, extra?: Record<string, unknown>): ServiceError {
+    return new ServiceError(this.code, `${where}: ${this.message}`, this.details, extra ? { ...this.extra, ...extra } : this.extra);
   }
 
   toBody(): ErrorBody {
@@ -115,11 +115,11 @@ export function statusName(code: number): string {
   return STATUS_CODES[code] ?? 'Error';
 }
 
-export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('invalid_request', message, details);
-export const notFound = (message: string) => new HttpError('not_found', message);
+export const badRequest = (message: string, details?: ErrorDetail[]) => new ServiceError('invalid_request', message, details);
+export const notFound = (message: string) => new ServiceError('not_found', message);
 
 /** A 400 that lists every detail, with a message that names them all. */
-export function invalid(details: ErrorDetail[], prefix = 'Invalid request'): HttpError {
+export function invalid(details: ErrorDetail[], prefix = 'Invalid request'): ServiceError {
   const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
-  return new HttpError('invalid_request', `${prefix}: ${summary}`, details);
+  return new ServiceError('invalid_request', `${prefix}: ${summary}`, details);
 }
