@@ -16,6 +16,9 @@ const tables = JSON.parse(process.env.FLOOR_TABLES as string) as FloorTable[];
 const [{ physical: t, columns: c }] = tables;
 const all = `id, created_at, updated_at, created_by, updated_by, ${Object.values(c).join(', ')}`;
 const rows = async (text: string, values: unknown[]) => (await pool.query({ text, values })).rows;
+const codes = Object.keys(c);
+/** One whole row: $1 id, $2 the time, then each field's value in the order of `codes`. */
+const insertOne = `insert into ${t} (${all}) values ($1, $2, $2, 'floor', 'floor', ${codes.map((_, k) => `$${k + 3}`).join(', ')})`;
 
 const app = Fastify();
 app.get('/healthz', async () => ({ status: 'ok' }));
@@ -36,12 +39,9 @@ app.get('/rows/:id', async (req, reply) => {
   return row ?? reply.status(404).send({ statusCode: 404 });
 });
 app.post('/rows', async (req, reply) => {
-  const body = req.body as { values: { title: string; amount: number } };
-  const now = new Date().toISOString();
-  const [row] = await rows(
-    `insert into ${t} (id, created_at, updated_at, created_by, updated_by, ${c.title}, ${c.amount}) values ($1, $2, $2, 'floor', 'floor', $3, $4) returning ${all}`,
-    [crypto.randomUUID(), now, body.values.title, body.values.amount],
-  );
+  // The whole row as given (every field of the table), as the service's create takes it.
+  const body = req.body as { id?: string; values: Record<string, unknown> };
+  const [row] = await rows(`${insertOne} returning ${all}`, [body.id ?? crypto.randomUUID(), new Date().toISOString(), ...codes.map((k) => encode(body.values[k]))]);
   return reply.status(201).send(row);
 });
 app.patch('/rows/:id', async (req) => {

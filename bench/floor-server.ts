@@ -72,8 +72,8 @@ app.get('/rows/:id', async (req, reply) => {
   return row ?? reply.status(404).send({ statusCode: 404 });
 });
 app.post('/rows', async (req, reply) => {
-  const body = req.body as { values: Record<string, unknown> };
-  const id = crypto.randomUUID();
+  const body = req.body as { id?: string; values: Record<string, unknown> };
+  const id = body.id ?? crypto.randomUUID();
   inserters[0](id, new Date().toISOString(), body.values);
   return reply.status(201).send(byId.get(id));
 });

@@ -2,7 +2,8 @@
 // table (so with the same indexes), in one run. The rows are loaded through the API (1,000-row bulk
 // creates) and the service restarted, as a user's table would be. SQLite by default;
 // BENCH_DATABASE=postgres runs both on a PostgreSQL server the benchmark starts (the machine's
-// binaries, as the tests do). Reads must reach 0.8 of the floor, writes 0.7, and a CSV export of
+// binaries, as the tests do). A create sends a whole dataset row with a client id, as users do.
+// Reads must reach 0.8 of the floor, writes 0.7, and a CSV export of
 // the whole table take at most 1.2x the floor's time.
 //   node --import tsx bench/rows.ts [rows=200000] [seconds=5]     (BENCH_ONLY="get by id,create" runs only those workloads)
 import fs from 'node:fs';
@@ -56,7 +57,16 @@ const sortedBy = (code: string) =>
   `/api/tables/bench/rows?sort=${q([{ [code]: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
 let n = 0;
 const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
-const createBody = () => JSON.stringify({ values: { title: `bench ${n++}`, amount: (n % 10000) + 0.5 } });
+/**
+ * A create is what users send: a whole row of the benchmark table (all nine fields: text, numbers,
+ * a boolean, a date, a dateTime, a record and a list) with a client id, fresh each time. Both
+ * sides take their bodies from the one counter, so no id repeats across the service and the floor.
+ * (It created {title, amount} until issue 27: most of the validation and of the change entry went
+ * unmeasured, and the create ratio read 1.05 on SQLite where a full-row harness found 0.62.)
+ */
+const freshValues = [...ds.rows(10_000, 7)].map((r) => r.values);
+let created = 0;
+const createBody = () => JSON.stringify({ id: ds.rowId(N + created), values: freshValues[created++ % freshValues.length] });
 const patchBody = () => JSON.stringify({ values: { amount: (n++ % 10000) + 0.25 } });
 const auth = { 'x-api-key': BENCH_KEY };
 
