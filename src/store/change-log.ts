@@ -2,7 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { EventEmitter } from 'node:events';
 import { changeNumbers } from '../domain/row-columns.ts';
 import { newRowSystemJson } from '../render/row-json.ts';
-import { recordJsonSql } from '../render/row-json-sql.ts';
+import { recordJsonSql } from './record-json-sql.ts';
 import { type Database, type Db, afterCommit, beforeCommit, readRows } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';

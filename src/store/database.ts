@@ -4,9 +4,9 @@ import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
-import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
-import { PreparedStatements } from './prepared-statements.ts';
-import { backgroundCheckpoints } from './sqlite-checkpoints.ts';
+import { MetadataListener, reportingMetadataWrites } from './postgres/metadata-listener.ts';
+import { PreparedStatements } from './postgres/prepared-statements.ts';
+import { backgroundCheckpoints } from './sqlite/checkpoints.ts';
 import { type PlannerStatistics, driverPath, postgresStatistics, sqliteStatistics } from './statistics.ts';
 
 /**
@@ -67,7 +67,7 @@ export interface Database {
   writeNow?<T>(work: (run: (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[]) => T): Promise<T>;
   /**
    * PostgreSQL: from now on the statement `sql` runs as a named prepared statement, parsed and
-   * planned once per connection (prepared-statements.ts). For single-row statements by id only.
+   * planned once per connection (postgres/prepared-statements.ts). For single-row statements by id only.
    */
   prepare?(sql: string): void;
 }
@@ -352,7 +352,7 @@ function openSqlite(Sqlite: typeof SqliteDatabase, file: string): Database {
   raw.pragma('cache_size = -65536');
   raw.pragma('foreign_keys = ON');
   sameSemantics(raw);
-  // Checkpoints are the worker's (sqlite-checkpoints.ts); this connection makes one only when the
+  // Checkpoints are the worker's (sqlite/checkpoints.ts); this connection makes one only when the
   // log has grown to 10,000 pages (40 MiB) regardless, as a backstop.
   const checkpoints = file === ':memory:' ? undefined : backgroundCheckpoints(file, driverPath, warnBackground('checkpoint'));
   if (checkpoints) raw.pragma('wal_autocheckpoint = 10000');

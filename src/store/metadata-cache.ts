@@ -9,7 +9,7 @@ import type { Database, Db } from './database.ts';
  * - SQLite: the triggers bump a counter row, read on every lookup (a prepared read on the read
  *   connection: microseconds), so any change, by this process or another, is seen on the next request.
  * - PostgreSQL: the triggers NOTIFY at commit; a LISTEN connection moves the version, and this
- *   instance's own metadata commits move it before they return (metadata-watch.ts). While that
+ *   instance's own metadata commits move it before they return (postgres/metadata-listener.ts). While that
  *   connection is down the version is unknown and every lookup reads the database.
  */
 export class MetadataCache<V> {

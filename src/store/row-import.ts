@@ -60,7 +60,7 @@ const chunkSize = (perInsert: number) => Math.min(1000, Math.max(100, perInsert)
  * - No checkpoint at commit (wal_autocheckpoint 0). The log holds the whole transaction (it cannot
  *   be copied back before the commit; 1.3 GB for a million dataset rows with their change
  *   entries): past 10,000 pages the main connection's backstop checkpoint would copy all of it at
- *   commit, the event loop waiting for seconds. The checkpoint worker (sqlite-checkpoints.ts),
+ *   commit, the event loop waiting for seconds. The checkpoint worker (sqlite/checkpoints.ts),
  *   there to keep checkpoints out of commits, copies it right after, on its own thread.
  *
  * Answers what puts the settings back.

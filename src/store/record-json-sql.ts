@@ -1,7 +1,7 @@
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { ColumnKind } from '../domain/value-codec.ts';
-import type { DialectName } from '../store/dialect.ts';
+import type { DialectName } from './dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 
 /**
@@ -10,7 +10,7 @@ import type { TableDef } from '../domain/table.ts';
  * it holds, where rendering them in JavaScript would need the rows first, or would send each
  * record's text back to the database. It reads as recordJson's text (row-json.ts) does, value for
  * value; numbers and JSON values (list, record, file) may be spelled differently (`2.0`, PostgreSQL's
- * spacing). The test test/render/row-json-sql.test.ts holds the two to each other, type by type.
+ * spacing). The test test/store/record-json-sql.test.ts holds the two to each other, type by type.
  */
 
 /** A literal SQL string. */

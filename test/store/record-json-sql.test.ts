@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
 import { newRowSystemJson, recordJson } from '../../src/render/row-json.ts';
-import { recordJsonSql } from '../../src/render/row-json-sql.ts';
+import { recordJsonSql } from '../../src/store/record-json-sql.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
 import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
 
 /**
- * The database renders the records of change entries written beside the rows (render/row-json-sql.ts):
+ * The database renders the records of change entries written beside the rows (store/record-json-sql.ts):
  * they must read as the records the API answers, value for value, for every field type and awkward value.
  */
 eachDatabase('records rendered as JSON text by the database', (kind) => {
