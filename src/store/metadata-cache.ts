@@ -24,7 +24,7 @@ export class MetadataCache<V> {
   /** The metadata version the memo may be used at (its entries emptied if it moved); undefined: it may not be. */
   private usable(db: Db): number | undefined {
     // Inside a transaction the reads are the transaction's own: never memoised.
-    const version = db === this.database.db ? this.database.metadataVersion?.() : undefined;
+    const version = db === this.database.db ? this.database.metadataVersion() : undefined;
     if (version !== undefined && version !== this.version) {
       this.entries.clear();
       this.version = version;
@@ -45,7 +45,7 @@ export class MetadataCache<V> {
     if (hit !== undefined) return hit;
     const value = await load();
     // A change signalled while the load ran may have come before or after its read: keep nothing.
-    if (value === undefined || this.database.metadataVersion?.() !== version) return value;
+    if (value === undefined || this.database.metadataVersion() !== version) return value;
     if (this.entries.size >= this.max) this.entries.clear();
     this.entries.set(key, value);
     return value;
