@@ -62,7 +62,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     await app.listen({ port: config.port, host: config.host });
     const sweeper = sweepFiles(app, config, database);
     app.webhooks.start();
-    out(`Rowhouse is listening on ${config.publicUrl} (database: ${database.dialect.name})`);
+    out(`Rowhouse is listening on ${config.publicUrl} (database: ${database.dialect.label})`);
 
     let stopping: Promise<void> | null = null;
     const stop = () => {

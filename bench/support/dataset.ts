@@ -4,7 +4,8 @@ import { fieldType } from '../../src/domain/field-types/registry.ts';
 import type { FieldDef } from '../../src/domain/field-types/field-type.ts';
 import { fieldColumn } from '../../src/domain/row-columns.ts';
 import pg from 'pg';
-import { postgresDialect, sqliteDialect } from '../../src/store/dialect.ts';
+import { postgresDialect } from '../../src/store/postgres/dialect.ts';
+import { sqliteDialect } from '../../src/store/sqlite/dialect.ts';
 import { physicalTable } from '../../src/store/user-tables.ts';
 import { BENCH_KEY, ROOT } from './processes.ts';
 

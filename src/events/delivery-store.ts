@@ -6,7 +6,7 @@ import { matchesRowFilter } from '../domain/row-filter-match.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
 import { changeJson } from '../render/change-json.ts';
 import { type Database, inTransaction } from '../store/database.ts';
-import { entriesAfter, readableThrough } from '../store/change-log.ts';
+import { entriesAfter } from '../store/change-log.ts';
 import type { Meta, MetaDb } from '../store/meta-schema.ts';
 import { loadFields } from '../store/table-catalog.ts';
 import type { RowRecord } from '../domain/row.ts';
@@ -98,7 +98,7 @@ export class DeliveryStore {
       const definition = dialect.decodeJson(flow.definition) as FlowDefinition;
       if (definition.trigger?.table !== cursor.tableId) return 0;
       // Only as far as no change may still commit below (change-log.ts): the cursor never passes one.
-      const through = await readableThrough(tx, dialect, cursor.tableId);
+      const through = await this.database.changeNumbering.readableThrough(tx, cursor.tableId);
       const changes = await entriesAfter(tx, cursor.tableId, Number(cursor.sequence), through, PLAN_BATCH);
       if (changes.length === 0) return 0;
       const judge = await this.judge(tx, definition);
@@ -222,7 +222,7 @@ export class DeliveryStore {
    * Their plans do not depend on the values bound (times, ids, a limit).
    */
   private async run<R>(query: CompiledQuery<R>): Promise<R[]> {
-    this.database.prepare?.(query.sql);
+    this.database.prepare(query.sql);
     return (await this.db.executeQuery(query)).rows;
   }
 

@@ -5,6 +5,7 @@ import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
+import { systemJson } from '../domain/record-system-json.ts';
 
 /**
  * Row records (the seed spec's single-row shape) written as JSON text straight from the columns
@@ -49,16 +50,6 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
     values += values === '' ? key + text : `,${key}${text}`;
   }
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at as string, raw.updated_at as string, raw.created_by, raw.updated_by)}${values}}}`;
-}
-
-/** A record's text between its id and its first value: the system fields and the opening of `values`. */
-function systemJson(createdAt: string, updatedAt: string, createdBy: unknown, updatedBy: unknown): string {
-  return `,"createdAt":"${createdAt}","updatedAt":"${updatedAt}","createdBy":${JSON.stringify(createdBy)},"updatedBy":${JSON.stringify(updatedBy)},"values":{`;
-}
-
-/** That text for every row a write creates (RowStore.newRow): made and updated at `now` by `memberId`. */
-export function newRowSystemJson(ctx: { now: string; memberId: string }): string {
-  return systemJson(ctx.now, ctx.now, ctx.memberId, ctx.memberId);
 }
 
 /** Records as a JSON array's text. */

@@ -1,18 +1,36 @@
 /**
- * Every difference between SQLite and PostgreSQL that the store cares about, in one place.
- * The rest of the code asks this object instead of testing which database it runs on.
+ * The contracts each database's adapter (sqlite/, postgres/) fulfils: every difference between
+ * SQLite and PostgreSQL that the store cares about, as required, named members. The rest of the
+ * code asks these instead of testing which database it runs on. Interfaces only.
  */
-import { type QueryExecutorProvider, type RawBuilder, type SqlBool, sql } from 'kysely';
+import type { CompiledQuery, Kysely, QueryExecutorProvider, RawBuilder, SqlBool, sql } from 'kysely';
 import type { ColumnKind, ValueCodec } from '../domain/value-codec.ts';
+import type { RawRow } from '../domain/row.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
+import type { PlannerStatistics } from './statistics.ts';
 
 export type { ColumnKind } from '../domain/value-codec.ts';
 
+/**
+ * The query builder over whichever database DATABASE_URL names, untyped: user tables (rows_<hex>)
+ * and their columns are created at run time. Code that reads or writes the metadata tables takes
+ * the same connection as a `MetaDb` (meta-schema.ts), which needs no cast either way.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = Kysely<any>;
+
 export type DialectName = 'sqlite' | 'postgres';
+
+/** A non-null column value's JSON text as SQL, by the kind of column that holds it (record-json-sql.ts). */
+export type RecordValueSql = Record<ColumnKind, (column: string) => string>;
 
 /** Values are bound as the driver wants them, and read back, through the codec's methods. */
 export interface Dialect extends ValueCodec {
   /** For messages, and for the released migrations that run on one database only; other code asks the members below. */
   name: DialectName;
+  /** The database's name for people (the start line) and for caches' keys. */
+  label: string;
   columnType(kind: ColumnKind): string;
   /** A unique or primary-key constraint failed. */
   isUniqueViolation(err: unknown): boolean;
@@ -55,107 +73,108 @@ export interface Dialect extends ValueCodec {
    * than updated. null where the database cannot tell (SQLite), which then upserts in two steps.
    */
   upsertInserted: RawBuilder<boolean> | null;
+  /** A record's values as JSON text, in SQL (record-json-sql.ts). */
+  recordValues: RecordValueSql;
+  /** What numbers a new table's change entries (PostgreSQL: its sequence, change-numbering.ts), made with the table in `tx`. */
+  createChangeNumbers(tx: QueryExecutorProvider, tableId: string): Promise<void>;
+  /** What numbered a dropped table's change entries, dropped with it. */
+  dropChangeNumbers(tx: QueryExecutorProvider, tableId: string): Promise<void>;
 }
 
-const messageOf = (err: unknown) => String((err as { message?: unknown })?.message ?? '');
-/** A user table's or field's physical name: only those change under a running request. */
-const USER_TABLE_NAME = /\b(rows|f)_[0-9a-f]{32}\b/;
-
-function errCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+/** Who wrote, and when: every entry of a write's takes them. */
+export interface EntryContext {
+  memberId: string;
+  now: string;
 }
 
-const sqliteTypes: Record<ColumnKind, string> = {
-  text: 'TEXT',
-  real: 'REAL',
-  integer: 'INTEGER',
-  boolean: 'INTEGER',
-  timestamp: 'TEXT',
-  date: 'TEXT',
-  time: 'TEXT',
-  json: 'TEXT',
-};
+/**
+ * The change log's statements, per database (sqlite/change-numbering.ts, postgres/change-numbering.ts):
+ * how a transaction's entries take their numbers and are written, and how far a reader may read.
+ * The algorithm over them is the change log's (change-log.ts).
+ */
+export interface ChangeNumbering {
+  /**
+   * A single-row write outside any transaction (`write` returns the row's columns) made together
+   * with its entry, atomically, with no transaction of its own. Answers the rows written (none:
+   * nothing matched, no entry). (As a query's result: PostgreSQL's is the statement's own, with no
+   * promise of its own on the way.)
+   */
+  writeAlone(db: Db, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite, log: EntryMaker): Promise<{ rows: RawRow[] }>;
+  /** Writes a table's pending entries in the transaction `tx`, numbered, a statement per PER_STATEMENT of them. */
+  writeEntries(tx: Db, pending: PendingEntries, log: EntryMaker): Promise<void>;
+  /**
+   * SQLite: the create entries of rows inserted one after another, by rowid (ChangeLog.insertedRows),
+   * after the table's entries `pending` holds (which it empties).
+   */
+  insertedRows(tx: Db, pending: PendingEntries, ctx: EntryContext, first: number, last: number, log: EntryMaker): void;
+  /** PostgreSQL: a multi-row insert run with its rows' create entries (ChangeLog.insertWithEntries). */
+  insertWithEntries(tx: Db, table: TableDef, ctx: EntryContext, insert: CompiledQuery, n: number, log: EntryMaker): Promise<void>;
+  /** The highest number of the table's entries a reader may pass: no entry numbered up to it will commit later. */
+  readableThrough(db: Db, tableId: string): Promise<number>;
+  /** A table being deleted: a delete entry for each of its rows, numbered in id order, by one statement in `tx`. Answers whether it wrote any. */
+  tableDeleted(tx: Db, table: { id: string; physical: string }, ctx: EntryContext): Promise<boolean>;
+}
 
-const postgresTypes: Record<ColumnKind, string> = {
-  // Byte order, as SQLite's BINARY: sorts and keyset cursors agree on both databases whatever the server's locale.
-  text: 'text collate "C"',
-  real: 'double precision',
-  integer: 'bigint',
-  boolean: 'boolean',
-  timestamp: 'timestamptz',
-  date: 'date',
-  time: 'time',
-  json: 'jsonb',
-};
+/** An export's read of every row of a selection (RowStore.scan, Database.scan). */
+export interface RowScan {
+  /** The selection's statement, reading at most `limit` rows (null: all), in order. */
+  query(limit: number | null): CompiledQuery;
+  /** At most this many rows (null: all). */
+  limit: number | null;
+  /** Rows per chunk. */
+  chunk: number;
+  /** The selection read page by page, by keyset, for a database that reads it so. */
+  pages(): AsyncGenerator<unknown[][]>;
+}
 
-export const sqliteDialect: Dialect = {
-  name: 'sqlite',
-  columnType: (kind) => sqliteTypes[kind],
-  encodeBoolean: (v) => (v ? 1 : 0),
-  decodeBoolean: (v) => v === 1 || v === 1n || v === true,
-  encodeJson: (v) => JSON.stringify(v),
-  decodeJson: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
-  isUniqueViolation: (err) => {
-    const code = errCode(err);
-    return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-  },
-  // An insert naming a dropped column: "table … has no column named …"; other statements: "no such column: …".
-  isSchemaChanged: (err) => errCode(err) === 'SQLITE_ERROR' && /no such (column|table)|has no column named/.test(messageOf(err)) && USER_TABLE_NAME.test(messageOf(err)),
-  isTooManyColumns: (err) => errCode(err) === 'SQLITE_ERROR' && /too many columns/.test(messageOf(err)),
-  // One write transaction at a time, each taking the lock as it begins (BEGIN IMMEDIATE, database.ts):
-  // none is given up for another, and a migration's transaction already keeps other instances waiting.
-  isRetryable: () => false,
-  lockMigrations: async () => {},
-  canAlterNullability: false,
-  lockRows: false,
-  writingWith: false,
-  textKeyPrefix: null,
-  rowsPerInsert: () => 1,
-  nullsFirstByDefault: (direction) => direction === 'asc',
-  listContains(column, value) {
-    const element = sql`select 1 from json_each(${sql.ref(column)}) as e`;
-    if (typeof value === 'boolean') return sql<SqlBool>`exists (${element} where e.type = ${value ? 'true' : 'false'})`;
-    if (typeof value === 'number') return sql<SqlBool>`exists (${element} where e.type in ('integer', 'real') and e.value = ${value})`;
-    return sql<SqlBool>`exists (${element} where e.type = 'text' and e.value = ${value})`;
-  },
-  // The connection replaces SQLite's ASCII-only lower() with a Unicode one (database.ts).
-  lower: (expr) => sql<string>`lower(${expr})`,
-  nextTimestamp: (column, now) =>
-    sql`case when ${sql.ref(column)} < ${now} then ${now} else strftime('%Y-%m-%dT%H:%M:%fZ', ${sql.ref(column)}, '+0.001 seconds') end`,
-  upsertInserted: null,
-};
+/**
+ * A database, as each adapter (sqlite/open-sqlite.ts, postgres/open-postgres.ts) opens it: the
+ * query builder over it and what differs between databases, as required, named members.
+ */
+export interface Database {
+  db: Db;
+  dialect: Dialect;
+  /** Keeps the planner's statistics of user tables up to date as rows are written. */
+  statistics: PlannerStatistics;
+  /** The change log's statements on this database (ChangeLog). */
+  changeNumbering: ChangeNumbering;
+  /** Cheap round trip used by /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+  /**
+   * Every row of an export's selection, as arrays, a chunk at a time, in one snapshot where the
+   * database can (SQLite: one statement on a connection of its own; PostgreSQL: one cursor where
+   * the order needs a sort), else by keyset pages (`scan.pages`). Stops when the consumer stops asking.
+   */
+  scan(scan: RowScan): AsyncGenerator<unknown[][]>;
+  /**
+   * A number that moves whenever API keys, members, tables or fields may have changed, whoever
+   * changed them; undefined while that cannot be known (no cache may then be trusted; SQLite's
+   * :memory:). Called on every lookup, so cheap: see MetadataCache.
+   */
+  metadataVersion(): number | undefined;
+  /**
+   * Where `dialect.rowsPerInsert` is 1 (SQLite), in a transaction: runs one statement once for
+   * each row of arguments, synchronously, on the main connection, without a trip through the query
+   * builder for every row. An error carries the index of the row that failed (`rowIndex`).
+   * Answers the rowids of the first and the last row inserted. PostgreSQL throws: it never inserts
+   * a row a statement.
+   */
+  insertEach(sql: string, rows: readonly (readonly unknown[])[]): { first: number; last: number };
+  /** For the length of an atomic import's transaction: the connection's settings for it; answers what puts them back (SQLite: sqlite/import-settings.ts). */
+  tuneForImport(): () => void;
+  /**
+   * From now on the statement `sql` runs as a named prepared statement, parsed and planned once
+   * per connection (PostgreSQL: postgres/prepared-statements.ts; SQLite's statement cache does so
+   * for every statement). For single-row statements by id only.
+   */
+  prepare(sql: string): void;
+}
 
-export const postgresDialect: Dialect = {
-  name: 'postgres',
-  columnType: (kind) => postgresTypes[kind],
-  encodeBoolean: (v) => v,
-  decodeBoolean: (v) => v === true,
-  // node-postgres sends objects as JSON text itself, but arrays as PostgreSQL arrays: stringify both.
-  encodeJson: (v) => JSON.stringify(v),
-  decodeJson: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
-  isUniqueViolation: (err) => errCode(err) === '23505',
-  isSchemaChanged: (err) => (errCode(err) === '42703' || errCode(err) === '42P01') && USER_TABLE_NAME.test(messageOf(err)),
-  isTooManyColumns: (err) => errCode(err) === '54011',
-  // deadlock_detected, serialization_failure.
-  isRetryable: (err) => errCode(err) === '40P01' || errCode(err) === '40001',
-  // A lock of the whole database's, released when the transaction ends.
-  lockMigrations: async (tx) => {
-    await sql`select pg_advisory_xact_lock(hashtext('rowhouse-migrate'))`.execute(tx);
-  },
-  canAlterNullability: true,
-  lockRows: true,
-  writingWith: true,
-  // 256 characters are at most 1 KiB of UTF-8: with a 128-character id the entry stays well within a B-tree page's third.
-  textKeyPrefix: 256,
-  // PostgreSQL binds at most 65,535 parameters per statement.
-  rowsPerInsert: (columns) => Math.max(1, Math.floor(30_000 / columns)),
-  nullsFirstByDefault: (direction) => direction === 'desc',
-  listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
-  // Text columns are COLLATE "C", whose lower() folds ASCII only; the database's own collation folds every letter.
-  lower: (expr) => sql<string>`lower(${expr} collate "default")`,
-  nextTimestamp: (column, now) =>
-    sql`case when ${sql.ref(column)} < ${now}::timestamptz then ${now}::timestamptz else ${sql.ref(column)} + interval '1 millisecond' end`,
-  // A freshly inserted row version has no xmax; the one ON CONFLICT DO UPDATE writes carries the
-  // row lock the upsert took, so its xmax is the writing transaction.
-  upsertInserted: sql<boolean>`(xmax = 0)`,
-};
+export interface DatabaseOptions {
+  /**
+   * PostgreSQL: called with each statement sent to the server, BEGIN and COMMIT included (tests
+   * count round trips with it). SQLite's reads mostly bypass the query builder, so it has none.
+   */
+  onQuery?: (sql: string) => void;
+}

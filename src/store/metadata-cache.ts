@@ -9,7 +9,7 @@ import type { Database, Db } from './database.ts';
  * - SQLite: the triggers bump a counter row, read on every lookup (a prepared read on the read
  *   connection: microseconds), so any change, by this process or another, is seen on the next request.
  * - PostgreSQL: the triggers NOTIFY at commit; a LISTEN connection moves the version, and this
- *   instance's own metadata commits move it before they return (metadata-watch.ts). While that
+ *   instance's own metadata commits move it before they return (postgres/metadata-listener.ts). While that
  *   connection is down the version is unknown and every lookup reads the database.
  */
 export class MetadataCache<V> {
@@ -24,7 +24,7 @@ export class MetadataCache<V> {
   /** The metadata version the memo may be used at (its entries emptied if it moved); undefined: it may not be. */
   private usable(db: Db): number | undefined {
     // Inside a transaction the reads are the transaction's own: never memoised.
-    const version = db === this.database.db ? this.database.metadataVersion?.() : undefined;
+    const version = db === this.database.db ? this.database.metadataVersion() : undefined;
     if (version !== undefined && version !== this.version) {
       this.entries.clear();
       this.version = version;
@@ -45,7 +45,7 @@ export class MetadataCache<V> {
     if (hit !== undefined) return hit;
     const value = await load();
     // A change signalled while the load ran may have come before or after its read: keep nothing.
-    if (value === undefined || this.database.metadataVersion?.() !== version) return value;
+    if (value === undefined || this.database.metadataVersion() !== version) return value;
     if (this.entries.size >= this.max) this.entries.clear();
     this.entries.set(key, value);
     return value;

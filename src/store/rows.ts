@@ -142,7 +142,7 @@ export class RowStore {
       // Update templates are per set of columns written, page templates per filter and sort; keep the cache bounded.
       if (templates.size > 200) templates.clear();
       t = QueryTemplate.build((arg) => make(db, arg), use === 'keep');
-      if (use === 'byId') this.database.prepare?.(t.sql);
+      if (use === 'byId') this.database.prepare(t.sql);
       templates.set(key, t);
     }
     return t;
@@ -356,12 +356,11 @@ export class RowStore {
     const failure = (err: unknown, from: number, k: number) =>
       k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
     const perStatement = this.dialect.rowsPerInsert(columns.length);
-    const { runEach } = this.database;
-    if (perStatement === 1 && runEach && db.isTransaction) {
+    if (perStatement === 1 && db.isTransaction) {
       // In a transaction on SQLite: the one statement run for each row, without the query builder.
       let rowids: { first: number; last: number };
       try {
-        rowids = runEach(statement(1).with([]).sql, rows);
+        rowids = this.database.insertEach(statement(1).with([]).sql, rows);
       } catch (err) {
         const k = (err as { rowIndex?: number }).rowIndex;
         throw failure(err, 0, k !== undefined && this.dialect.isUniqueViolation(err) ? k : -1);
@@ -414,42 +413,32 @@ export class RowStore {
   }
 
   /**
-   * Every row of a selection, in key order, as arrays in `columns(table)` order, a chunk at a time.
-   * On SQLite one statement on the read connection (one snapshot, no lock others wait for); on
-   * PostgreSQL keyset pages where an index gives the order, else one cursor (Database.cursor).
+   * Every row of a selection, in key order, as arrays in `columns(table)` order, a chunk at a time,
+   * as the database reads an export (Database.scan: one snapshot where it can, else keyset pages).
    * Stops reading when the consumer stops asking (return()).
    */
-  async *scan(
+  scan(
     database: Database,
     table: TableDef,
     q: { filter: RowFilter | null; keys: SortKey[]; limit: number | null; chunk: number },
   ): AsyncGenerator<unknown[][]> {
-    const columns = this.columns(table);
-    if (database.iterate) {
-      const rows = database.iterate(this.pageQuery(database.db, table, { filter: q.filter, keys: q.keys, after: null, limit: q.limit }));
-      try {
-        for (;;) {
-          const chunk: unknown[][] = [];
-          let r: IteratorResult<unknown[]> | undefined;
-          while (chunk.length < q.chunk && !(r = rows.next()).done) chunk.push(r.value);
-          if (chunk.length === 0) return;
-          yield chunk;
-        }
-      } finally {
-        rows.return?.();
-      }
-    }
-    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
-    // Where the order needs a sort, each keyset page would sort what is left of the table: the
-    // rows are read through one cursor instead, sorted once.
     const whole = { filter: q.filter, keys: q.keys, after: null };
-    if (database.cursor && (await sortsRows(database.db, this.pageQuery(database.db, table, { ...whole, limit: Math.min(q.chunk, remaining) })))) {
-      yield* database.cursor(this.pageQuery(database.db, table, { ...whole, limit: q.limit }), q.chunk);
-      return;
-    }
+    return database.scan({
+      query: (limit) => this.pageQuery(database.db, table, { ...whole, limit }),
+      limit: q.limit,
+      chunk: q.chunk,
+      pages: () => this.pages(database.db, table, { ...whole, limit: q.limit, chunk: q.chunk }),
+    });
+  }
+
+  /** The selection's rows by keyset pages, `q.chunk` at a time. */
+  private async *pages(db: Db, table: TableDef, q: { filter: RowFilter | null; keys: SortKey[]; limit: number | null; chunk: number }): AsyncGenerator<unknown[][]> {
+    const columns = this.columns(table);
+    const whole = { filter: q.filter, keys: q.keys, after: null };
+    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
     let after: CursorValue[] | null = null;
     while (remaining > 0) {
-      const page = await this.page(database.db, table, { ...whole, after, limit: Math.min(q.chunk, remaining) });
+      const page = await this.page(db, table, { ...whole, after, limit: Math.min(q.chunk, remaining) });
       if (page.rows.length > 0) yield page.rows.map((r) => columns.map((c) => r[c]));
       remaining -= page.rows.length;
       if (page.next === null) return;
@@ -498,12 +487,6 @@ export class RowStore {
     );
     return t.with([...after, q.limit]);
   }
-}
-
-/** PostgreSQL: whether the plan of `query` sorts rows (a full or an incremental sort): no index gives its order. */
-async function sortsRows(db: Db, query: { sql: string; parameters: readonly unknown[] }): Promise<boolean> {
-  const { rows } = await db.executeQuery(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
-  return /"Node Type":\s*"(Incremental )?Sort"/.test(JSON.stringify(rows));
 }
 
 /** Whether every cursor value binds as it is: no key is a text field that PostgreSQL orders by its bounded prefix. */

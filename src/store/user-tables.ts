@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType, isIndexed } from '../domain/field-types/registry.ts';
-import { SYSTEM_ORDER, changeNumbers, fieldColumn, idHex, tableName } from '../domain/row-columns.ts';
+import { SYSTEM_ORDER, fieldColumn, idHex, tableName } from '../domain/row-columns.ts';
 import type { Db } from './database.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
 import { indexKey } from './row-sql.ts';
@@ -70,12 +70,12 @@ async function createTable(tx: Db, dialect: Dialect, name: string, fields: Field
 export async function createUserTable(tx: Db, dialect: Dialect, tableId: string, fields: FieldDef[]): Promise<void> {
   await createTable(tx, dialect, tableName(tableId), fields);
   for (const ix of indexesOf(tableId, fields)) await createIndex(tx, dialect, tableId, ix);
-  if (dialect.name === 'postgres') await sql`create sequence ${sql.id(changeNumbers(tableId))} as bigint`.execute(tx);
+  await dialect.createChangeNumbers(tx, tableId);
 }
 
 export async function dropUserTable(tx: Db, dialect: Dialect, tableId: string): Promise<void> {
   await tx.schema.dropTable(tableName(tableId)).ifExists().execute();
-  if (dialect.name === 'postgres') await sql`drop sequence if exists ${sql.id(changeNumbers(tableId))}`.execute(tx);
+  await dialect.dropChangeNumbers(tx, tableId);
 }
 
 export async function hasRows(tx: Db, tableId: string): Promise<boolean> {

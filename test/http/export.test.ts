@@ -4,6 +4,7 @@ import { parse } from 'csv-parse/sync';
 import iconv from 'iconv-lite';
 import { sql } from 'kysely';
 import { physicalColumn, physicalTable } from '../../src/store/user-tables.ts';
+import type { PostgresAdapter } from '../../src/store/postgres/open-postgres.ts';
 import { type Reply, TEST_KEY, type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
 
 /**
@@ -556,11 +557,11 @@ eachDatabase('rows: export', (kind) => {
 
     it('PostgreSQL: an order no index gives is read through one cursor, sorted once, not page by page', async (c) => {
       if (kind !== 'postgres') return c.skip('SQLite reads every export in one statement');
-      const database = t.database;
-      const cursor = database.cursor?.bind(database);
+      const { reads } = t.database as PostgresAdapter;
+      const cursor = reads.cursor.bind(reads);
       assert.ok(cursor);
       let opened = 0;
-      database.cursor = (query, size) => {
+      reads.cursor = (query, size) => {
         opened++;
         return cursor(query, size);
       };
@@ -571,7 +572,7 @@ eachDatabase('rows: export', (kind) => {
         assert.deepEqual(r.text.trimEnd().split('\n').map((l) => JSON.parse(l).id), listed);
         assert.equal(opened, 1);
       } finally {
-        database.cursor = cursor;
+        reads.cursor = cursor;
       }
     });
 

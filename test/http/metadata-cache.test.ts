@@ -4,7 +4,7 @@ import { after, before, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { LISTENER_NAME } from '../../src/store/metadata-watch.ts';
+import { LISTENER_NAME } from '../../src/store/postgres/metadata-listener.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 

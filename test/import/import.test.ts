@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import iconv from 'iconv-lite';
 import { TEST_KEY, type TestApp, allRows, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
+import type { SqliteAdapter } from '../../src/store/sqlite/open-sqlite.ts';
 
 /**
  * POST /api/tables/{t}/rows-import (issue "Spreadsheet round trip"): files in the shapes
@@ -94,8 +95,8 @@ eachDatabase('rows: import', (kind) => {
   });
 
   it('SQLite: the connection settings an atomic import changes are put back, after a good file and a bad one', async (c) => {
-    const { runNow } = t.database;
-    if (kind !== 'sqlite' || !runNow) return c.skip('SQLite only');
+    if (kind !== 'sqlite') return c.skip('SQLite only');
+    const { runNow } = t.database as SqliteAdapter;
     const settings = () => ['cache_size', 'wal_autocheckpoint'].map((name) => Object.values(runNow(`pragma ${name}`, [])[0])[0]);
     const before = settings();
     const table = await freshTable();

@@ -6,7 +6,7 @@ import { type TestApp, startApp } from '../support/harness.ts';
 
 /**
  * SQLite: the write-ahead log is copied into the database file by the checkpoint worker
- * (store/sqlite-checkpoints.ts), not by the commits of requests. In WAL mode only a checkpoint
+ * (store/sqlite/checkpoints.ts), not by the commits of requests. In WAL mode only a checkpoint
  * writes the database file itself; the main connection checkpoints only past 10,000 pages.
  */
 describe('SQLite checkpoints in the background', () => {

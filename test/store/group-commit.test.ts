@@ -5,23 +5,25 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import Sqlite from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
-import { type Database, inTransaction, openDatabase } from '../../src/store/database.ts';
+import { inTransaction } from '../../src/store/database.ts';
+import { type SqliteAdapter, openSqlite } from '../../src/store/sqlite/open-sqlite.ts';
+import type { WriteNow } from '../../src/store/sqlite/group-commit.ts';
 
 /**
  * SQLite's writeNow commits the single-row writes of one turn of the event loop together
- * (database.ts groupCommits): each in a savepoint of its own, answered only after the one commit.
+ * (sqlite/group-commit.ts groupCommits): each in a savepoint of its own, answered only after the one commit.
  */
 describe('SQLite group commit (writeNow)', () => {
   let dir: string;
   let file: string;
-  let database: Database;
+  let database: SqliteAdapter;
   /** Another connection to the file: it sees only what has committed. */
   let observer: Sqlite.Database;
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-group-commit-'));
     file = path.join(dir, 'g.db');
-    database = await openDatabase(`sqlite:${file}`);
+    database = openSqlite(Sqlite, file);
     await database.db.executeQuery(CompiledQuery.raw('create table t (id text primary key, n integer not null)'));
     observer = new Sqlite(file, { readonly: true });
   });
@@ -34,7 +36,7 @@ describe('SQLite group commit (writeNow)', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const writeNow = <T>(work: Parameters<NonNullable<Database['writeNow']>>[0]) => (database.writeNow as NonNullable<Database['writeNow']>)(work) as Promise<T>;
+  const writeNow: WriteNow = (work) => database.writeNow(work);
   const insert = (id: string, n: number) => writeNow((run) => run('insert into t (id, n) values (?, ?) returning id', [id, n]));
   const committed = () => observer.prepare('select id, n from t order by id').all();
 

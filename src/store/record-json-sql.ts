@@ -1,7 +1,6 @@
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
-import type { ColumnKind } from '../domain/value-codec.ts';
-import type { DialectName } from '../store/dialect.ts';
+import type { Dialect } from './dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 
 /**
@@ -10,41 +9,11 @@ import type { TableDef } from '../domain/table.ts';
  * it holds, where rendering them in JavaScript would need the rows first, or would send each
  * record's text back to the database. It reads as recordJson's text (row-json.ts) does, value for
  * value; numbers and JSON values (list, record, file) may be spelled differently (`2.0`, PostgreSQL's
- * spacing). The test test/render/row-json-sql.test.ts holds the two to each other, type by type.
+ * spacing). Each value's expression is its database's (the dialect's recordValues). The test test/store/record-json-sql.test.ts holds the two to each other, type by type.
  */
 
 /** A literal SQL string. */
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
-
-/** A non-null column value's JSON text, by database and the kind of column that holds it. */
-const VALUE: Record<DialectName, Record<ColumnKind, (column: string) => string>> = {
-  postgres: {
-    text: (c) => `to_json(${c})::text`,
-    // The shortest decimal that reads back exactly, as JavaScript writes it (-0 is never stored: pg binds it as 0).
-    // As to_json writes them (the type's output function; JSON has no NaN or infinity to store), for less.
-    real: (c) => `${c}::text`,
-    integer: (c) => `${c}::text`,
-    boolean: (c) => `${c}::text`,
-    // The API's form, as the pg driver's parser makes it (database.ts): milliseconds and Z.
-    timestamp: (c) => `'"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`,
-    date: (c) => `to_json(${c})::text`,
-    time: (c) => `to_json(${c})::text`,
-    json: (c) => `${c}::text`,
-  },
-  sqlite: {
-    // json_quote writes a real with as many digits as read it back exactly (2 as 2.0).
-    text: (c) => `json_quote(${c})`,
-    real: (c) => `json_quote(${c})`,
-    integer: (c) => `json_quote(${c})`,
-    boolean: (c) => `case ${c} when 1 then 'true' when 0 then 'false' end`,
-    // Dates and times are kept as the API writes them.
-    timestamp: (c) => `json_quote(${c})`,
-    date: (c) => `json_quote(${c})`,
-    time: (c) => `json_quote(${c})`,
-    // The JSON text as the service wrote it.
-    json: (c) => c,
-  },
-};
 
 /**
  * Parts joined with ||, as a balanced tree: SQLite refuses an expression nested more than 1,000
@@ -61,20 +30,20 @@ const expressions = new WeakMap<TableDef, Map<string, string>>();
 /**
  * The record of the row `alias` names (a table or a WITH query holding every column), made once per
  * table version. `system`: an SQL expression (a bound parameter) holding the text the record has
- * between its id and its first value, where every row is a new one of one write (row-json.ts
+ * between its id and its first value, where every row is a new one of one write (domain/record-system-json.ts
  * newRowSystemJson): the database then renders only the id and the values, the larger part of its
  * work on a bulk create's entries.
  */
-export function recordJsonSql(table: TableDef, alias: string, dialect: DialectName, system?: string): string {
+export function recordJsonSql(table: TableDef, alias: string, dialect: Dialect, system?: string): string {
   let made = expressions.get(table);
   if (!made) {
     made = new Map();
     expressions.set(table, made);
   }
-  const key = `${dialect}:${alias}:${system ?? ''}`;
+  const key = `${dialect.label}:${alias}:${system ?? ''}`;
   let expr = made.get(key);
   if (expr === undefined) {
-    const value = VALUE[dialect];
+    const value = dialect.recordValues;
     const col = (name: string) => `${alias}."${name}"`;
     const parts = [literal('{"id":'), value.text(col('id'))];
     if (system !== undefined) parts.push(system);

@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { newRowSystemJson, recordJson } from '../../src/render/row-json.ts';
-import { recordJsonSql } from '../../src/render/row-json-sql.ts';
+import { recordJson } from '../../src/render/row-json.ts';
+import { newRowSystemJson } from '../../src/domain/record-system-json.ts';
+import { recordJsonSql } from '../../src/store/record-json-sql.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
 import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
 
 /**
- * The database renders the records of change entries written beside the rows (render/row-json-sql.ts):
+ * The database renders the records of change entries written beside the rows (store/record-json-sql.ts):
  * they must read as the records the API answers, value for value, for every field type and awkward value.
  */
 eachDatabase('records rendered as JSON text by the database', (kind) => {
@@ -50,12 +51,12 @@ eachDatabase('records rendered as JSON text by the database', (kind) => {
     for (const { id } of rows) {
       const raw = await store.get(t.database.db, table, id);
       assert.ok(raw);
-      const { rows: [rendered] } = await sql<{ json: string }>`select ${sql.raw(recordJsonSql(table, 'r', t.database.dialect.name))} as json from ${sql.table(table.physical)} as r where r.id = ${id}`.execute(t.database.db);
+      const { rows: [rendered] } = await sql<{ json: string }>`select ${sql.raw(recordJsonSql(table, 'r', t.database.dialect))} as json from ${sql.table(table.physical)} as r where r.id = ${id}`.execute(t.database.db);
       assert.deepStrictEqual(JSON.parse(rendered.json), JSON.parse(recordJson(table, raw, t.database.dialect)), id);
       // A new row's system fields given as one bound text, as bulk creates give them, read the same, byte for byte there.
       const system = newRowSystemJson({ now: raw.created_at as string, memberId: raw.created_by as string });
       const pg = t.database.dialect.name === 'postgres';
-      const statement: string = `select ${recordJsonSql(table, 'r', t.database.dialect.name, pg ? '$1::text' : '?')} as json from "${table.physical}" as r where r.id = ${pg ? '$2' : '?'}`;
+      const statement: string = `select ${recordJsonSql(table, 'r', t.database.dialect, pg ? '$1::text' : '?')} as json from "${table.physical}" as r where r.id = ${pg ? '$2' : '?'}`;
       const { rows: [given] } = await t.database.db.executeQuery<{ json: string }>(CompiledQuery.raw(statement, [system, id]));
       assert.equal(given.json.slice(0, given.json.indexOf('"values":{')), rendered.json.slice(0, rendered.json.indexOf('"values":{')), id);
       assert.deepStrictEqual(JSON.parse(given.json), JSON.parse(rendered.json), id);

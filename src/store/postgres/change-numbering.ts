@@ -1,0 +1,113 @@
+import { CompiledQuery, sql } from 'kysely';
+import { changeNumbers } from '../../domain/row-columns.ts';
+import { newRowSystemJson } from '../../domain/record-system-json.ts';
+import type { TableDef } from '../../domain/table.ts';
+import type { RawRow } from '../../domain/row.ts';
+import { ENTRY_COLUMNS, type EntryMaker, type LoneWrite, PER_STATEMENT } from '../change-entries.ts';
+import type { ChangeNumbering, EntryContext } from '../dialect.ts';
+import { recordJsonSql } from '../record-json-sql.ts';
+import { guardCte, readableThrough, tableBits } from './change-guards.ts';
+import { postgresDialect } from './dialect.ts';
+
+/**
+ * PostgreSQL's change numbering: entries take their numbers from the table's sequence
+ * (row-columns.ts changeNumbers), each statement holding its guard first (change-guards.ts), and
+ * are written by the statement that writes the rows where it can (a WITH may hold an INSERT …
+ * RETURNING: two writes in one statement, one round trip).
+ */
+
+/**
+ * PostgreSQL: n entries of the table written in one statement, numbered in order after the guard
+ * is held. Binds $1 table id, $2 the table's bits, $3 occurredAt, $4 member id, then each entry's
+ * type, row id, row, fields. (PostgreSQL computes nextval after the sort, so in the entries' order.)
+ */
+function bothStatement(tableId: string, n: number): string {
+  const values = Array.from({ length: n }, (_, k) => `(${k + 1}, $${5 + 4 * k}, $${6 + 4 * k}, $${7 + 4 * k}, $${8 + 4 * k})`).join(', ');
+  return `with ${guardCte(tableId, '$2')}
+    insert into rh_changes (${ENTRY_COLUMNS})
+    select $1, nextval('"${changeNumbers(tableId)}"'), v.type, v.row_id, v.row, v.changed, $3::timestamptz, $4
+    from g, (values ${values}) as v(k, type, row_id, row, changed) order by v.k`;
+}
+
+/**
+ * PostgreSQL: a multi-row insert (`insert`, returning every column; $1… its own parameters) and
+ * its rows' create entries in one statement, numbered in the order the rows were written after the
+ * guard is held, the records rendered by the database. Binds after the insert's own: table id, the
+ * table's bits, occurredAt, member id, the records' system fields (newRowSystemJson).
+ */
+function insertedWithEntries(table: TableDef, insert: string, params: number): string {
+  const [id, bits, at, member, system] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
+  return `with w as (${insert}),
+    ${guardCte(table.id, bits)},
+    e as (insert into rh_changes (${ENTRY_COLUMNS})
+      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', postgresDialect, `${system}::text`)}, null, ${at}::timestamptz, ${member}::text
+      from g, w)
+    select count(*) as written from w`;
+}
+
+/**
+ * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote; $1… its own
+ * parameters) and its entry in one statement. Its number is taken only when the write returned its
+ * row, after the guard is held (the number's CTE reads the guard's). Binds after the write's own:
+ * table id, the table's bits, occurredAt, member id, and for an update or upsert the changed fields.
+ */
+function withEntry(write: string, params: number, what: LoneWrite, table: TableDef): string {
+  const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
+  const inserted = 'w."inserted"';
+  const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
+  const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
+  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w', postgresDialect);
+  const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
+  return `with w as (${write}),
+    ${guardCte(table.id, bits)},
+    n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
+    e as (${entries} select ${id}::text, n.number, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, n)
+    select * from w`;
+}
+
+/** `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
+function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite): CompiledQuery {
+  const text = log.tableStatement(table, `${what.type}\u0000${write.sql}`, () => {
+    const made = withEntry(write.sql, write.parameters.length, what, table);
+    prepare(made);
+    return made;
+  });
+  const params = [...write.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId];
+  // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
+  if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
+  return CompiledQuery.raw(text, params);
+}
+
+/** `prepare` makes a statement a named prepared one (prepared-statements.ts). */
+export function postgresChangeNumbering(prepare: (text: string) => void): ChangeNumbering {
+  return {
+    // One statement: the write and its entry (withEntry).
+    writeAlone: (db, table, ctx, write, what, log) => db.executeQuery<RawRow>(writeWithEntry(log, prepare, table, ctx, write, what)),
+    async writeEntries(tx, { table, changes, memberId, occurredAt }, log) {
+      for (let i = 0; i < changes.length; i += PER_STATEMENT) {
+        const entries = changes.slice(i, i + PER_STATEMENT);
+        const n = entries.length;
+        // Each entry's type, row id, row and fields, in the order the statement binds them.
+        const fields: unknown[] = [];
+        for (const c of entries) fields.push(...log.entryFields(table, c));
+        const text = log.tableStatement(table, `both:${n}`, () => bothStatement(table.id, n));
+        await tx.executeQuery(CompiledQuery.raw(text, [table.id, tableBits(table.id), occurredAt, memberId, ...fields]));
+      }
+    },
+    insertedRows: () => {
+      throw new Error('ChangeLog.insertedRows: SQLite only');
+    },
+    async insertWithEntries(tx, table, ctx, insert, n, log) {
+      const text = log.tableStatement(table, `inserted:${n}`, () => insertedWithEntries(table, insert.sql, insert.parameters.length));
+      await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId, newRowSystemJson(ctx)]));
+    },
+    readableThrough,
+    async tableDeleted(tx, table, ctx) {
+      await sql`with ${sql.raw(guardCte(table.id, String(tableBits(table.id))))}
+        insert into rh_changes (${sql.raw(ENTRY_COLUMNS)})
+        select ${table.id}, nextval(${`"${changeNumbers(table.id)}"`}), 'delete', r.id, null, null, cast(${ctx.now} as timestamptz), ${ctx.memberId}
+        from g, ${sql.table(table.physical)} as r order by r.id`.execute(tx);
+      return true;
+    },
+  };
+}

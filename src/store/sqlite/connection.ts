@@ -1,0 +1,52 @@
+import type SqliteDatabase from 'better-sqlite3';
+import { CompiledQuery, type Driver, SqliteDialect } from 'kysely';
+
+/** What every connection needs for SQLite to answer as PostgreSQL does. */
+export function sameSemantics(conn: SqliteDatabase.Database): void {
+  conn.pragma('busy_timeout = 5000');
+  // LIKE is case-sensitive on PostgreSQL; make SQLite agree.
+  conn.pragma('case_sensitive_like = ON');
+  // SQLite's lower() folds ASCII only; PostgreSQL's folds every letter. Make iLike agree.
+  conn.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
+}
+
+/**
+ * The connection for reads outside transactions. It maps the first 256 MiB of the database file
+ * into memory rather than copy each page it reads out of the OS's cache: a random row by id in a
+ * 260 MB file took 9.5 µs instead of 12 (a scratch loop over 200,000 rows), and the service spent
+ * 13% less CPU on a get by id, 6-8% on a list page (two builds side by side). The mapped pages are
+ * the OS's file cache, counted in the process's RSS as RssFile once touched, never its own heap.
+ * Exports read on connections of their own without the map: a whole-table read would map it all.
+ */
+export function requestReader(Sqlite: typeof SqliteDatabase, file: string): SqliteDatabase.Database {
+  const conn = new Sqlite(file, { readonly: true });
+  conn.pragma('mmap_size = 268435456');
+  sameSemantics(conn);
+  return conn;
+}
+
+/**
+ * SQLite transactions take the write lock when they begin (BEGIN IMMEDIATE), waiting for it as
+ * long as busy_timeout allows. A deferred one that read first could not take it later if another
+ * connection (the statistics worker) had committed meanwhile: SQLite would fail it at once.
+ */
+export class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+}
+
+/** The main connection: every write, and the reads of transactions. */
+export function mainConnection(Sqlite: typeof SqliteDatabase, file: string): SqliteDatabase.Database {
+  const raw = new Sqlite(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('cache_size = -65536');
+  raw.pragma('foreign_keys = ON');
+  sameSemantics(raw);
+  return raw;
+}

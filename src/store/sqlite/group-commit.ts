@@ -1,0 +1,95 @@
+import type SqliteDatabase from 'better-sqlite3';
+
+/** Runs one statement at once on the main connection, answering the rows it returns. */
+export type Run = (sql: string, parameters: readonly unknown[]) => Record<string, unknown>[];
+
+/**
+ * Runs `work` at once in a savepoint on the main connection, once no other transaction holds the
+ * connection, and answers after its commit (rolled back to the savepoint when it throws); the writes
+ * of one turn of the event loop commit together. `run` is runNow. For a single-row write and its
+ * change entry: one step where the query builder's transaction takes five rounds of promises.
+ */
+export type WriteNow = <T>(work: (run: Run) => T) => Promise<T>;
+
+/**
+ * SQLite's writeNow, with group commit: the single-row writes of one turn of the event loop share
+ * one transaction, each in a savepoint of its own, and one commit. A commit writes the pages the
+ * writes changed to the log, and writes of one turn change many of the same pages (the change
+ * log's, its counter's, an index's inner pages), so one commit for several costs little more than
+ * for one. A write's promise settles after the commit: none is answered before it is durable. A
+ * write that throws is rolled back to its savepoint alone; when SQLite has rolled the whole
+ * transaction back (a full disk), or the commit fails, every write of the group fails with it.
+ * `hold` runs the commit while no transaction of the query builder's holds the connection.
+ */
+export function groupCommits(raw: SqliteDatabase.Database, run: Run, hold: (commit: () => Promise<void>) => Promise<void>): WriteNow {
+  interface Member {
+    work: (run: Run) => unknown;
+    /** What the work answered, or threw (then it was rolled back to its savepoint). */
+    outcome?: { value: unknown } | { error: unknown };
+    resolve: (value: unknown) => void;
+    reject: (error: unknown) => void;
+  }
+  interface Group {
+    members: Member[];
+    /** Whether its transaction has begun: a write joining then runs at once. */
+    began: boolean;
+    /** Why the whole group failed (nothing of it is committed). */
+    failed?: { error: unknown };
+  }
+  let open: Group | undefined;
+  const runMember = (group: Group, member: Member) => {
+    if (group.failed) return;
+    run('savepoint write_now', []);
+    try {
+      member.outcome = { value: member.work(run) };
+      run('release write_now', []);
+    } catch (error) {
+      member.outcome = { error };
+      if (!raw.inTransaction) group.failed = { error };
+      else {
+        run('rollback to write_now', []);
+        run('release write_now', []);
+      }
+    }
+  };
+  const settle = (group: Group) => {
+    for (const m of group.members) {
+      if (m.outcome && 'error' in m.outcome) m.reject(m.outcome.error);
+      else if (group.failed || !m.outcome) m.reject(group.failed?.error ?? new Error('writeNow: the write did not run'));
+      else m.resolve(m.outcome.value);
+    }
+  };
+  const commit = async (group: Group) => {
+    try {
+      run('begin immediate', []);
+      group.began = true;
+      for (const member of group.members) runMember(group, member);
+      // The writes that come in this turn of the event loop join; then the group commits.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!group.failed) run('commit', []);
+    } catch (error) {
+      group.failed ??= { error };
+    } finally {
+      if (open === group) open = undefined;
+      if (raw.inTransaction) run('rollback', []);
+      settle(group);
+    }
+  };
+  return <T>(work: (run: Run) => T) =>
+    new Promise<T>((resolve, reject) => {
+      const member: Member = { work, resolve: resolve as (value: unknown) => void, reject };
+      if (open && !open.failed) {
+        open.members.push(member);
+        if (open.began) runMember(open, member);
+        return;
+      }
+      const group: Group = { members: [member], began: false };
+      open = group;
+      hold(() => commit(group)).catch((error: unknown) => {
+        // Not run at all (the connection's holder failed): nothing of the group was written.
+        group.failed ??= { error };
+        if (open === group) open = undefined;
+        settle(group);
+      });
+    });
+}
