@@ -1,5 +1,5 @@
 import type { FieldType } from '../domain/field-types/field-type.ts';
-import type { FileLinks } from '../domain/field-types/file.ts';
+import type { FileLinks } from '../domain/file-value.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
