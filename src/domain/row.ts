@@ -8,5 +8,11 @@ export interface RowRecord {
   values: Record<string, unknown>;
 }
 
+/** A row read from an imported file (import/file-rows.ts): the line it starts on, and its body `{id?, values}`. */
+export interface FileRow {
+  line: number;
+  body: { id?: unknown; values: Record<string, unknown> };
+}
+
 /** A row as the database returns it: physical column names (system columns, then f_<field id>). */
 export type RawRow = Record<string, unknown>;
