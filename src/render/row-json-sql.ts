@@ -3,6 +3,7 @@ import { fieldColumn } from '../domain/row-columns.ts';
 import type { ColumnKind } from '../domain/value-codec.ts';
 import type { DialectName } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
+import { TableMemo } from '../domain/compiled-table.ts';
 
 /**
  * A row record's JSON text as an SQL expression over the row's columns, for the change entries a
@@ -56,7 +57,7 @@ function concat(parts: string[]): string {
   return `(${concat(parts.slice(0, half))}) || (${concat(parts.slice(half))})`;
 }
 
-const expressions = new WeakMap<TableDef, Map<string, string>>();
+const expressions = new TableMemo('record JSON SQL expressions, by dialect, alias and system text', () => new Map<string, string>());
 
 /**
  * The record of the row `alias` names (a table or a WITH query holding every column), made once per
@@ -66,11 +67,7 @@ const expressions = new WeakMap<TableDef, Map<string, string>>();
  * work on a bulk create's entries.
  */
 export function recordJsonSql(table: TableDef, alias: string, dialect: DialectName, system?: string): string {
-  let made = expressions.get(table);
-  if (!made) {
-    made = new Map();
-    expressions.set(table, made);
-  }
+  const made = table.compiled.memo(expressions);
   const key = `${dialect}:${alias}:${system ?? ''}`;
   let expr = made.get(key);
   if (expr === undefined) {

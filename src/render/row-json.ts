@@ -1,7 +1,4 @@
-import type { FieldType } from '../domain/field-types/field-type.ts';
 import type { FileLinks } from '../domain/file-value.ts';
-import { fieldType } from '../domain/field-types/registry.ts';
-import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
@@ -16,31 +13,14 @@ import type { RawRow } from '../domain/row.ts';
 /** What Fastify answers objects with: rendered JSON text goes out the same. */
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
-interface FieldWriter {
-  /** `"code":`, escaped once. */
-  key: string;
-  column: string;
-  type: FieldType;
-}
-
-const writers = new WeakMap<TableDef, FieldWriter[]>();
-
-function fieldWriters(table: TableDef): FieldWriter[] {
-  let w = writers.get(table);
-  if (!w) {
-    w = table.fields.map((f) => ({ key: `${JSON.stringify(f.code)}:`, column: fieldColumn(f.id), type: fieldType(f.type) }));
-    writers.set(table, w);
-  }
-  return w;
-}
-
 /**
  * One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping.
  * `links` signs the download URLs of file values (Files.links); a table with file fields needs it.
  */
 export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks): string {
   let values = '';
-  for (const { key, column, type } of fieldWriters(table)) {
+  // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
+  for (const { key, column, type } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
     if (v === null || v === undefined) text = 'null';

@@ -1,4 +1,4 @@
-import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
+import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER, fieldColumn } from '../domain/row-columns.ts';
 import type { CursorValue } from '../domain/cursor.ts';
@@ -16,6 +16,7 @@ import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from '../domain/table.ts';
+import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
 import { type ChangeLog, type LoneWrite, type RowChange, changeOf } from './change-log.ts';
 
@@ -32,20 +33,11 @@ export interface FileAttachments {
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
-interface TableCodec {
-  columns: string[];
-  fields: { code: string; column: string; type: FieldType }[];
-  /** Each field's place in `columns`, by field id. */
-  place: Map<string, number>;
-  /** Compiled statements of this table version, by purpose. */
-  templates: Map<string, QueryTemplate>;
-}
+/** Compiled statements of a table version, by purpose (its column lists and decoders are the version's CompiledTable). */
+const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate>());
 
 /** Reads and writes the rows of user tables: one typed column per field. */
 export class RowStore {
-  /** Column lists and decoders per table definition, made once per definition (a new version is a new object). */
-  private readonly codecs = new WeakMap<TableDef, TableCodec>();
-
   private readonly dialect: Dialect;
 
   constructor(
@@ -119,24 +111,13 @@ export class RowStore {
     counts.set(table.physical, (counts.get(table.physical) ?? 0) + rows);
   }
 
-  private codec(table: TableDef): TableCodec {
-    let codec = this.codecs.get(table);
-    if (!codec) {
-      const fields = table.fields.map((f) => ({ code: f.code, column: fieldColumn(f.id), type: fieldType(f.type) }));
-      const place = new Map(table.fields.map((f, i) => [f.id, SYSTEM.length + i]));
-      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields, place, templates: new Map() };
-      this.codecs.set(table, codec);
-    }
-    return codec;
-  }
-
   /**
    * The table version's statement named `key`, built once. `use` says how it is run: `byId`, a
    * single-row statement by id, is prepared on PostgreSQL (Database.prepare); `keep`, one that
    * keeps values it was built with (QueryTemplate.build).
    */
   private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate {
-    const { templates } = this.codec(table);
+    const templates = table.compiled.memo(templatesOf);
     let t = templates.get(key);
     if (!t) {
       // Update templates are per set of columns written, page templates per filter and sort; keep the cache bounded.
@@ -150,7 +131,7 @@ export class RowStore {
 
   /** A new row as it is inserted: every column in `columns(table)` order, a field left out null. */
   private newRow(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
-    const { columns, fields, place } = this.codec(table);
+    const { columns, fields, place } = table.compiled;
     const row: unknown[] = new Array(columns.length).fill(null);
     // The system columns, in SYSTEM order (checked where SYSTEM is defined).
     row[0] = id;
@@ -173,13 +154,13 @@ export class RowStore {
   }
 
   /** The physical columns a record is made from. */
-  columns(table: TableDef): string[] {
-    return this.codec(table).columns;
+  columns(table: TableDef): readonly string[] {
+    return table.compiled.columns;
   }
 
   toRecord(table: TableDef, raw: RawRow): RowRecord {
     const values: Record<string, unknown> = {};
-    for (const f of this.codec(table).fields) {
+    for (const f of table.compiled.fields) {
       const v = raw[f.column];
       values[f.code] = v === null || v === undefined ? null : f.type.fromDb(v, this.dialect);
     }
