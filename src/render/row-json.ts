@@ -24,11 +24,11 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
     const v = raw[column];
     let text: string;
     if (v === null || v === undefined) text = 'null';
-    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id as string)));
+    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
   }
-  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at as string, raw.updated_at as string, raw.created_by, raw.updated_by)}${values}}}`;
+  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
 /** A record's text between its id and its first value: the system fields and the opening of `values`. */

@@ -46,7 +46,7 @@ export type LoneWrite = { type: 'create' } | { type: 'delete' } | { type: 'updat
 
 /** The change a write made to `row` (as RETURNING gave it: a delete's holds the id only). */
 export function changeOf(what: LoneWrite, row: RawRow): RowChange {
-  const rowId = row.id as string;
+  const rowId = row.id;
   if (what.type === 'delete') return { type: 'delete', rowId, row: null, changedFields: null };
   if (what.type === 'create' || row.inserted === true) return { type: 'create', rowId, row, changedFields: null };
   return { type: 'update', rowId, row, changedFields: what.changedFields };
@@ -259,7 +259,7 @@ export class ChangeLog {
       const { writeNow } = this.database;
       if (!writeNow) throw new Error('ChangeLog.writeAlone: the database can neither write with WITH nor write at once');
       rows = await writeNow((run) => {
-        const written = run(write.sql, write.parameters);
+        const written = run(write.sql, write.parameters) as RawRow[];
         if (written.length > 0) this.writeEntriesNow(run, { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: written.map((row) => changeOf(what, row)) });
         return written;
       });

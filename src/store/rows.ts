@@ -34,7 +34,7 @@ const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
 /** Compiled statements of a table version, by purpose (its column lists and decoders are the version's CompiledTable). */
-const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate>());
+const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate<RawRow>>());
 
 /** Reads and writes the rows of user tables: one typed column per field. */
 export class RowStore {
@@ -116,13 +116,14 @@ export class RowStore {
    * single-row statement by id, is prepared on PostgreSQL (Database.prepare); `keep`, one that
    * keeps values it was built with (QueryTemplate.build).
    */
-  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate {
+  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate<RawRow> {
     const templates = table.compiled.memo(templatesOf);
     let t = templates.get(key);
     if (!t) {
       // Update templates are per set of columns written, page templates per filter and sort; keep the cache bounded.
       if (templates.size > 200) templates.clear();
-      t = QueryTemplate.build((arg) => make(db, arg), use === 'keep');
+      // Each answers rows of the table, as RawRow types them (a delete's: the id only), or none.
+      t = QueryTemplate.build<RawRow>((arg) => make(db, arg), use === 'keep');
       if (use === 'byId') this.database.prepare?.(t.sql);
       templates.set(key, t);
     }
@@ -165,17 +166,18 @@ export class RowStore {
       values[f.code] = v === null || v === undefined ? null : f.type.fromDb(v, this.dialect);
     }
     return {
-      id: raw.id as string,
-      createdAt: raw.created_at as string,
-      updatedAt: raw.updated_at as string,
-      createdBy: raw.created_by as string,
-      updatedBy: raw.updated_by as string,
+      id: raw.id,
+      createdAt: raw.created_at,
+      updatedAt: raw.updated_at,
+      createdBy: raw.created_by,
+      updatedBy: raw.updated_by,
       values,
     };
   }
 
-  private encode(values: Map<FieldDef, unknown>): RawRow {
-    const out: RawRow = {};
+  /** The written fields' columns as bound: part of a row, not a RawRow. */
+  private encode(values: Map<FieldDef, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
     for (const [f, v] of values) out[fieldColumn(f.id)] = v === null ? null : fieldType(f.type).toDb(v, this.dialect);
     return out;
   }
@@ -368,11 +370,12 @@ export class RowStore {
     this.wrote(db, table, rows.length);
     // The rows as the database would return them: the values as bound, which decode and render alike.
     const written = rows.map((row) => {
-      const raw: RawRow = {};
+      const raw: Record<string, unknown> = {};
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
-      return raw;
+      // newRow filled the system columns first, in SYSTEM order.
+      return raw as RawRow;
     });
-    if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id, row, changedFields: null })));
     return written;
   }
 
@@ -444,7 +447,8 @@ export class RowStore {
    * the last one when more rows follow (to make the next cursor from), else null.
    */
   async page(db: Db, table: TableDef, q: PageQuery): Promise<Page> {
-    const raw = await readRows(db, this.pageQuery(db, table, { ...q, limit: q.limit + 1 }));
+    // The page's statement selects every column (`columns(table)`).
+    const raw = (await readRows(db, this.pageQuery(db, table, { ...q, limit: q.limit + 1 }))) as RawRow[];
     if (raw.length <= q.limit) return { rows: raw, next: null };
     const rows = raw.slice(0, q.limit);
     const last = rows[rows.length - 1];
