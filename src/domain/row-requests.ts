@@ -1,7 +1,7 @@
 import { type ErrorDetail, ServiceError, badRequest, invalid, notFound } from './errors.ts';
 import { isObject } from './json.ts';
 import { repeatedIds } from './repeated-ids.ts';
-import type { FieldLookup } from './row-columns.ts';
+import type { TableDef } from './table.ts';
 import { type RowCreate, type RowValues, checkRowCreate, checkRowPatch, throwIfInvalid } from './row-values.ts';
 
 /**
@@ -34,7 +34,7 @@ function rejectRepeats(ids: readonly (string | undefined)[], key: string): void 
 }
 
 /** POST /rows: `{id?, values, options?: {upsert?}}`. */
-export function parseRowCreate(body: unknown, table: FieldLookup): RowCreate {
+export function parseRowCreate(body: unknown, table: TableDef): RowCreate {
   const details: ErrorDetail[] = [];
   const input = checkRowCreate(body, table, '', details);
   throwIfInvalid(details, 'Invalid row');
@@ -42,7 +42,7 @@ export function parseRowCreate(body: unknown, table: FieldLookup): RowCreate {
 }
 
 /** PATCH /rows/{id}: `{values}`. */
-export function parseRowPatch(body: unknown, table: FieldLookup): RowValues {
+export function parseRowPatch(body: unknown, table: TableDef): RowValues {
   const details: ErrorDetail[] = [];
   const input = checkRowPatch(body, table, '', details, false);
   throwIfInvalid(details, 'Invalid row');
@@ -50,7 +50,7 @@ export function parseRowPatch(body: unknown, table: FieldLookup): RowValues {
 }
 
 /** POST /rows-bulk: `{data: [{id?, values, options?}], options?: {upsert?}}`; the request's upsert is each item's default. */
-export function parseBulkCreate(body: unknown, table: FieldLookup): RowCreate[] {
+export function parseBulkCreate(body: unknown, table: TableDef): RowCreate[] {
   const items = arrayOf(body, 'data', ['data', 'options'], 'bulk create');
   const details: ErrorDetail[] = [];
   const options = (body as Record<string, unknown>).options;
@@ -67,7 +67,7 @@ export function parseBulkCreate(body: unknown, table: FieldLookup): RowCreate[] 
 }
 
 /** PATCH /rows-bulk: `{data: [{id, values}]}`. */
-export function parseBulkUpdate(body: unknown, table: FieldLookup): RowPatch[] {
+export function parseBulkUpdate(body: unknown, table: TableDef): RowPatch[] {
   const items = arrayOf(body, 'data', ['data'], 'bulk update');
   const details: ErrorDetail[] = [];
   const inputs = items.map((item, i) => checkRowPatch(item, table, `data[${i}]`, details, true));
@@ -89,7 +89,7 @@ export function parseBulkDelete(body: unknown): string[] {
  * One operation of a batch, parsed against its table; or, for one that cannot be, the error it
  * fails the batch with when its turn comes (an earlier operation's failure comes first).
  */
-export type BatchOperation<T extends FieldLookup> =
+export type BatchOperation<T extends TableDef> =
   | { type: 'create'; index: number; table: T; tableRef: string; input: RowCreate }
   | { type: 'update'; index: number; table: T; tableRef: string; patch: RowPatch }
   | { type: 'delete'; index: number; table: T; tableRef: string; id: string }
@@ -111,7 +111,7 @@ export function batchTableRefs(body: unknown): Set<string> {
 }
 
 /** POST /api/rows-batch: `{operations: [{type, tableId, …}]}`, each operation against the table `tables` holds for its tableId. */
-export function parseBatch<T extends FieldLookup>(body: unknown, tables: ReadonlyMap<string, T>): BatchOperation<T>[] {
+export function parseBatch<T extends TableDef>(body: unknown, tables: ReadonlyMap<string, T>): BatchOperation<T>[] {
   return arrayOf(body, 'operations', ['operations'], 'batch').map((op, index) => {
     try {
       return parseOperation(op, index, tables);
@@ -122,7 +122,7 @@ export function parseBatch<T extends FieldLookup>(body: unknown, tables: Readonl
   });
 }
 
-function parseOperation<T extends FieldLookup>(op: unknown, index: number, tables: ReadonlyMap<string, T>): BatchOperation<T> {
+function parseOperation<T extends TableDef>(op: unknown, index: number, tables: ReadonlyMap<string, T>): BatchOperation<T> {
   const where = `operations[${index}]`;
   if (!isObject(op)) throw badRequest('must be an object {type, tableId, …}');
   const { type, tableId, ...rest } = op;

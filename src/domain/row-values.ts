@@ -2,7 +2,7 @@ import { type ErrorDetail, invalid } from './errors.ts';
 import type { FieldDef } from './field-types/field-type.ts';
 import { fieldType } from './field-types/registry.ts';
 import { ROW_ID } from './codes.ts';
-import type { FieldLookup } from './row-columns.ts';
+import type { TableDef } from './table.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 import { MAX_VALUE_DEPTH, isObject, tooDeepAt } from './json.ts';
 
@@ -21,16 +21,8 @@ export interface RowCreate extends RowValues {
   upsert: boolean;
 }
 
-const requiredByFields = new WeakMap<FieldDef[], FieldDef[]>();
-/** The required fields of a table version (its field list is never changed in place). */
-function requiredFields(table: FieldLookup): FieldDef[] {
-  let list = requiredByFields.get(table.fields);
-  if (!list) requiredByFields.set(table.fields, (list = table.fields.filter((f) => f.required)));
-  return list;
-}
-
 /** Checks `values`; problems go to `details` with paths under `prefix` (like `values` or `data[3].values`). */
-function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[]): RowValues {
+function checkValues(raw: unknown, table: TableDef, prefix: string, details: ErrorDetail[]): RowValues {
   const values = new Map<FieldDef, unknown>();
   if (!isObject(raw)) {
     details.push({ path: prefix, message: 'must be an object mapping field codes to values' });
@@ -65,7 +57,7 @@ function checkValues(raw: unknown, table: FieldLookup, prefix: string, details: 
     if (parsed.ok) values.set(field, parsed.value);
     else details.push({ path: `${prefix}.${code}`, message: parsed.message });
   }
-  const all = requiredFields(table);
+  const all = table.compiled.required;
   return { values, missingRequired: requiredGiven === all.length ? [] : all.filter((f) => !Object.hasOwn(raw, f.code)) };
 }
 
@@ -83,7 +75,7 @@ function unknownKeys(body: Record<string, unknown>, allowed: string[], prefix: s
  * Checks one create `{id?, values, options?: {upsert?}}`. Required fields left out are reported
  * here unless the create may be an upsert (then only when it turns out to insert).
  */
-export function checkRowCreate(body: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[], upsertDefault = false): RowCreate {
+export function checkRowCreate(body: unknown, table: TableDef, prefix: string, details: ErrorDetail[], upsertDefault = false): RowCreate {
   const here = (p: string) => (prefix ? `${prefix}.${p}` : p);
   if (!isObject(body)) {
     details.push({ path: prefix, message: 'must be an object {id?, values}' });
@@ -113,7 +105,7 @@ export function checkRowCreate(body: unknown, table: FieldLookup, prefix: string
 }
 
 /** Checks one partial update `{values}` (plus `id` where the body names the row). */
-export function checkRowPatch(body: unknown, table: FieldLookup, prefix: string, details: ErrorDetail[], withId: boolean): RowValues & { id?: string } {
+export function checkRowPatch(body: unknown, table: TableDef, prefix: string, details: ErrorDetail[], withId: boolean): RowValues & { id?: string } {
   const here = (p: string) => (prefix ? `${prefix}.${p}` : p);
   if (!isObject(body)) {
     details.push({ path: prefix, message: withId ? 'must be an object {id, values}' : 'must be an object {values}' });

@@ -1,4 +1,5 @@
 import type { FieldDef } from './field-types/field-type.ts';
+import type { CompiledTable } from './compiled-table.ts';
 
 /** A user table's definition, as requests are planned against it (loaded by store/table-catalog.ts). */
 export interface TableDef {
@@ -12,4 +13,6 @@ export interface TableDef {
   fieldsByCode: Map<string, FieldDef>;
   /** Whether a field holds files: its writes then attach and release them (files/files.ts). */
   hasFiles: boolean;
+  /** What requests to this version need from its fields, made once (the catalog makes it with the definition). */
+  compiled: CompiledTable;
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
-import { type FileLinks, type StoredFile, isFileField } from '../domain/field-types/file.ts';
+import type { FileLinks, StoredFile } from '../domain/file-value.ts';
+import { isFileField } from '../domain/field-types/file.ts';
 import { ServiceError, badRequest, notFound } from '../domain/errors.ts';
 import { type Database, type Db, afterCommit, inTransaction } from '../store/database.ts';
 import { type FileRow, FileStore } from '../store/file-store.ts';

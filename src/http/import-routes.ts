@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { ErrorDetail } from '../domain/errors.ts';
 import { invalid } from '../domain/errors.ts';
-import { type FileRow, FileRows } from '../import/file-rows.ts';
+import type { FileRow } from '../domain/row.ts';
+import { FileRows } from '../import/file-rows.ts';
+import { withBoundedHeapGrowth } from '../import/heap-growth.ts';
 import { IMPORT_ENCODINGS, IMPORT_FORMATS, type ImportEncoding, type ImportFormat, fileProblem, fileRecords } from '../import/read-file.ts';
 import { type ImportOptions, RowImporter } from '../store/row-import.ts';
 import { writeContext } from './auth.ts';
@@ -62,7 +64,7 @@ export function importRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes:
           }
           if (!rows.hasHeader) throw fileProblem(1, 'the file is empty: it needs a header line naming the columns');
         };
-        const result = await importer.import(table, source(), q, ctx);
+        const result = await withBoundedHeapGrowth(() => importer.import(table, source(), q, ctx));
         return { ...result, warnings: rows.warnings };
       },
     );

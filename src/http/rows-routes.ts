@@ -4,7 +4,7 @@ import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
 import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
 import { ServiceError, notFound } from '../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../store/database.ts';
-import type { FileLinks } from '../domain/field-types/file.ts';
+import type { FileLinks } from '../domain/file-value.ts';
 import type { Files } from '../files/files.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog } from '../store/table-catalog.ts';

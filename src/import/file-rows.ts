@@ -4,6 +4,7 @@ import { isObject } from '../domain/json.ts';
 import { isSystemColumn } from '../domain/row-columns.ts';
 import { type FileRecord, type ImportFormat, fileProblem } from './read-file.ts';
 import type { TableDef } from '../domain/table.ts';
+import type { FileRow } from '../domain/row.ts';
 
 /**
  * An imported file's records as row bodies `{id?, values}`, in the shapes rows-export writes: a
@@ -11,11 +12,6 @@ import type { TableDef } from '../domain/table.ts';
  * ignored, an empty cell is null, record and list cells are JSON; a JSONL line is a row record.
  * Columns of fields an import cannot fill (files) are skipped, with one warning each.
  */
-
-export interface FileRow {
-  line: number;
-  body: { id?: unknown; values: Record<string, unknown> };
-}
 
 export class FileRows {
   readonly warnings: string[] = [];

@@ -8,6 +8,7 @@ import { MAX_MANY, bodySchema } from '../store/resources/resource-store.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import { jsonParam, tableDocument } from './table-document.ts';
 import type { TableDef } from '../domain/table.ts';
+import { CompiledTable } from '../domain/compiled-table.ts';
 
 /**
  * The service's own OpenAPI 3.1 document (CONTRACT §10, `GET /openapi.json`): every route the app
@@ -272,7 +273,7 @@ function allResourcePaths({ spec, queryable }: DocumentedResource): Record<strin
 const TABLE_PARAM = '{tableIdOrCode}';
 
 /** A table with no fields, named by the path parameter: the per-table document of it is the rows routes of any table. */
-const ANY_TABLE: TableDef = { id: TABLE_PARAM, code: null, name: 'any table', version: 1, physical: '', fields: [], fieldsByCode: new Map(), hasFiles: false };
+const ANY_TABLE: TableDef = { id: TABLE_PARAM, code: null, name: 'any table', version: 1, physical: '', fields: [], fieldsByCode: new Map(), hasFiles: false, compiled: new CompiledTable([]) };
 
 /** A row's values in the service's document: any fields, which each table's own document describes. */
 const openValues = (description: string): Schema => ({

@@ -1,7 +1,4 @@
-import type { FieldType } from '../domain/field-types/field-type.ts';
-import type { FileLinks } from '../domain/field-types/file.ts';
-import { fieldType } from '../domain/field-types/registry.ts';
-import { fieldColumn } from '../domain/row-columns.ts';
+import type { FileLinks } from '../domain/file-value.ts';
 import type { Dialect } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
@@ -17,39 +14,22 @@ import { systemJson } from '../domain/record-system-json.ts';
 /** What Fastify answers objects with: rendered JSON text goes out the same. */
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
-interface FieldWriter {
-  /** `"code":`, escaped once. */
-  key: string;
-  column: string;
-  type: FieldType;
-}
-
-const writers = new WeakMap<TableDef, FieldWriter[]>();
-
-function fieldWriters(table: TableDef): FieldWriter[] {
-  let w = writers.get(table);
-  if (!w) {
-    w = table.fields.map((f) => ({ key: `${JSON.stringify(f.code)}:`, column: fieldColumn(f.id), type: fieldType(f.type) }));
-    writers.set(table, w);
-  }
-  return w;
-}
-
 /**
  * One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping.
  * `links` signs the download URLs of file values (Files.links); a table with file fields needs it.
  */
 export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks): string {
   let values = '';
-  for (const { key, column, type } of fieldWriters(table)) {
+  // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
+  for (const { key, column, type } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
     if (v === null || v === undefined) text = 'null';
-    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id as string)));
+    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
   }
-  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at as string, raw.updated_at as string, raw.created_by, raw.updated_by)}${values}}}`;
+  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
 /** Records as a JSON array's text. */

@@ -22,7 +22,7 @@ export type LoneWrite = { type: 'create' } | { type: 'delete' } | { type: 'updat
 
 /** The change a write made to `row` (as RETURNING gave it: a delete's holds the id only). */
 export function changeOf(what: LoneWrite, row: RawRow): RowChange {
-  const rowId = row.id as string;
+  const rowId = row.id;
   if (what.type === 'delete') return { type: 'delete', rowId, row: null, changedFields: null };
   if (what.type === 'create' || row.inserted === true) return { type: 'create', rowId, row, changedFields: null };
   return { type: 'update', rowId, row, changedFields: what.changedFields };

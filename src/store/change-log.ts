@@ -4,6 +4,7 @@ import { type Database, type Db, afterCommit, beforeCommit, readRows } from './d
 import type { ChangeNumbering } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
 import type { TableDef } from '../domain/table.ts';
+import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { EntryMaker, LoneWrite, PendingEntries, RowChange } from './change-entries.ts';
 
@@ -74,11 +75,12 @@ export async function lastNumber(db: MetaDb, tableId: string): Promise<number> {
   return newest ? Number(newest.sequence) : 0;
 }
 
+/** Each table version's statements that write entries from its rows (withEntry, insertedStatement), by key. */
+const entryStatements = new TableMemo('change log entry statements, by key', () => new Map<string, string>());
+
 export class ChangeLog implements EntryMaker {
   private readonly pending = new WeakMap<Db, Map<string, Pending>>();
   private readonly statements = new Map<string, string>();
-  /** Each table version's statements that write entries from its rows (withEntry, insertedStatement), by key. */
-  private readonly entryStatements = new WeakMap<TableDef, Map<string, string>>();
   /** Says `table id` when a commit has added entries of that table (the feed's long polls wait on it). */
   readonly committed = new EventEmitter();
 
@@ -183,11 +185,7 @@ export class ChangeLog implements EntryMaker {
 
   /** A statement of a table version's by key, made once (at most 200 kept per version: updates differ by the fields they set). */
   tableStatement(table: TableDef, key: string, make: () => string): string {
-    let statements = this.entryStatements.get(table);
-    if (!statements) {
-      statements = new Map();
-      this.entryStatements.set(table, statements);
-    }
+    const statements = table.compiled.memo(entryStatements);
     let text = statements.get(key);
     if (text === undefined) {
       text = make();

@@ -2,6 +2,7 @@ import { fieldType } from '../domain/field-types/registry.ts';
 import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from './dialect.ts';
 import type { TableDef } from '../domain/table.ts';
+import { TableMemo } from '../domain/compiled-table.ts';
 
 /**
  * A row record's JSON text as an SQL expression over the row's columns, for the change entries a
@@ -25,7 +26,7 @@ function concat(parts: string[]): string {
   return `(${concat(parts.slice(0, half))}) || (${concat(parts.slice(half))})`;
 }
 
-const expressions = new WeakMap<TableDef, Map<string, string>>();
+const expressions = new TableMemo('record JSON SQL expressions, by dialect, alias and system text', () => new Map<string, string>());
 
 /**
  * The record of the row `alias` names (a table or a WITH query holding every column), made once per
@@ -35,11 +36,7 @@ const expressions = new WeakMap<TableDef, Map<string, string>>();
  * work on a bulk create's entries.
  */
 export function recordJsonSql(table: TableDef, alias: string, dialect: Dialect, system?: string): string {
-  let made = expressions.get(table);
-  if (!made) {
-    made = new Map();
-    expressions.set(table, made);
-  }
+  const made = table.compiled.memo(expressions);
   const key = `${dialect.label}:${alias}:${system ?? ''}`;
   let expr = made.get(key);
   if (expr === undefined) {

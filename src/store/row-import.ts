@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type RowCreate, checkRowCreate } from '../domain/row-values.ts';
 import { type ErrorDetail, ServiceError, invalid } from '../domain/errors.ts';
-import type { FileRow } from '../import/file-rows.ts';
-import { withBoundedHeapGrowth } from '../import/heap-growth.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { RowStore } from './rows.ts';
 import type { TableDef } from '../domain/table.ts';
+import type { FileRow } from '../domain/row.ts';
 
 /**
  * Writes an imported file's rows (POST /rows-import), streamed in chunks: each row checked as the
@@ -56,12 +55,11 @@ export class RowImporter {
     private readonly rows: RowStore,
   ) {}
 
-  /** Imports the rows of `source`, which yields them in batches (as many as were read together). */
-  import(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
-    return withBoundedHeapGrowth(() => this.importRows(table, source, options, ctx));
-  }
-
-  private async importRows(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
+  /**
+   * Imports the rows of `source`, which yields them in batches (as many as were read together).
+   * The caller bounds the heap's growth meanwhile (import/heap-growth.ts): a policy of the process, not of the store.
+   */
+  async import(table: TableDef, source: AsyncIterable<FileRow[]>, options: ImportOptions, ctx: WriteContext): Promise<Omit<ImportResult, 'warnings'>> {
     const result = { created: 0, updated: 0, failed: 0, problems: [] as ImportProblem[] };
     let seen = 0;
     const size = chunkSize(this.database.dialect.rowsPerInsert(this.rows.columns(table).length));

@@ -1,4 +1,4 @@
-import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
+import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER, fieldColumn } from '../domain/row-columns.ts';
 import type { CursorValue } from '../domain/cursor.ts';
@@ -16,6 +16,7 @@ import type { Dialect } from './dialect.ts';
 import { afterCursor, compileFilter, orderBy } from './row-sql.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from '../domain/table.ts';
+import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
 import { type ChangeLog, type LoneWrite, type RowChange, changeOf } from './change-log.ts';
 
@@ -32,20 +33,11 @@ export interface FileAttachments {
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
-interface TableCodec {
-  columns: string[];
-  fields: { code: string; column: string; type: FieldType }[];
-  /** Each field's place in `columns`, by field id. */
-  place: Map<string, number>;
-  /** Compiled statements of this table version, by purpose. */
-  templates: Map<string, QueryTemplate>;
-}
+/** Compiled statements of a table version, by purpose (its column lists and decoders are the version's CompiledTable). */
+const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate<RawRow>>());
 
 /** Reads and writes the rows of user tables: one typed column per field. */
 export class RowStore {
-  /** Column lists and decoders per table definition, made once per definition (a new version is a new object). */
-  private readonly codecs = new WeakMap<TableDef, TableCodec>();
-
   private readonly dialect: Dialect;
 
   constructor(
@@ -119,29 +111,19 @@ export class RowStore {
     counts.set(table.physical, (counts.get(table.physical) ?? 0) + rows);
   }
 
-  private codec(table: TableDef): TableCodec {
-    let codec = this.codecs.get(table);
-    if (!codec) {
-      const fields = table.fields.map((f) => ({ code: f.code, column: fieldColumn(f.id), type: fieldType(f.type) }));
-      const place = new Map(table.fields.map((f, i) => [f.id, SYSTEM.length + i]));
-      codec = { columns: [...SYSTEM, ...fields.map((f) => f.column)], fields, place, templates: new Map() };
-      this.codecs.set(table, codec);
-    }
-    return codec;
-  }
-
   /**
    * The table version's statement named `key`, built once. `use` says how it is run: `byId`, a
    * single-row statement by id, is prepared on PostgreSQL (Database.prepare); `keep`, one that
    * keeps values it was built with (QueryTemplate.build).
    */
-  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate {
-    const { templates } = this.codec(table);
+  private template(db: Db, table: TableDef, key: string, make: (db: Db, arg: (i: number) => string) => Compilable<unknown>, use?: 'byId' | 'keep'): QueryTemplate<RawRow> {
+    const templates = table.compiled.memo(templatesOf);
     let t = templates.get(key);
     if (!t) {
       // Update templates are per set of columns written, page templates per filter and sort; keep the cache bounded.
       if (templates.size > 200) templates.clear();
-      t = QueryTemplate.build((arg) => make(db, arg), use === 'keep');
+      // Each answers rows of the table, as RawRow types them (a delete's: the id only), or none.
+      t = QueryTemplate.build<RawRow>((arg) => make(db, arg), use === 'keep');
       if (use === 'byId') this.database.prepare(t.sql);
       templates.set(key, t);
     }
@@ -150,7 +132,7 @@ export class RowStore {
 
   /** A new row as it is inserted: every column in `columns(table)` order, a field left out null. */
   private newRow(table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): unknown[] {
-    const { columns, fields, place } = this.codec(table);
+    const { columns, fields, place } = table.compiled;
     const row: unknown[] = new Array(columns.length).fill(null);
     // The system columns, in SYSTEM order (checked where SYSTEM is defined).
     row[0] = id;
@@ -173,28 +155,29 @@ export class RowStore {
   }
 
   /** The physical columns a record is made from. */
-  columns(table: TableDef): string[] {
-    return this.codec(table).columns;
+  columns(table: TableDef): readonly string[] {
+    return table.compiled.columns;
   }
 
   toRecord(table: TableDef, raw: RawRow): RowRecord {
     const values: Record<string, unknown> = {};
-    for (const f of this.codec(table).fields) {
+    for (const f of table.compiled.fields) {
       const v = raw[f.column];
       values[f.code] = v === null || v === undefined ? null : f.type.fromDb(v, this.dialect);
     }
     return {
-      id: raw.id as string,
-      createdAt: raw.created_at as string,
-      updatedAt: raw.updated_at as string,
-      createdBy: raw.created_by as string,
-      updatedBy: raw.updated_by as string,
+      id: raw.id,
+      createdAt: raw.created_at,
+      updatedAt: raw.updated_at,
+      createdBy: raw.created_by,
+      updatedBy: raw.updated_by,
       values,
     };
   }
 
-  private encode(values: Map<FieldDef, unknown>): RawRow {
-    const out: RawRow = {};
+  /** The written fields' columns as bound: part of a row, not a RawRow. */
+  private encode(values: Map<FieldDef, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
     for (const [f, v] of values) out[fieldColumn(f.id)] = v === null ? null : fieldType(f.type).toDb(v, this.dialect);
     return out;
   }
@@ -386,11 +369,12 @@ export class RowStore {
     this.wrote(db, table, rows.length);
     // The rows as the database would return them: the values as bound, which decode and render alike.
     const written = rows.map((row) => {
-      const raw: RawRow = {};
+      const raw: Record<string, unknown> = {};
       for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
-      return raw;
+      // newRow filled the system columns first, in SYSTEM order.
+      return raw as RawRow;
     });
-    if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id as string, row, changedFields: null })));
+    if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id, row, changedFields: null })));
     return written;
   }
 
@@ -452,7 +436,8 @@ export class RowStore {
    * the last one when more rows follow (to make the next cursor from), else null.
    */
   async page(db: Db, table: TableDef, q: PageQuery): Promise<Page> {
-    const raw = await readRows(db, this.pageQuery(db, table, { ...q, limit: q.limit + 1 }));
+    // The page's statement selects every column (`columns(table)`).
+    const raw = (await readRows(db, this.pageQuery(db, table, { ...q, limit: q.limit + 1 }))) as RawRow[];
     if (raw.length <= q.limit) return { rows: raw, next: null };
     const rows = raw.slice(0, q.limit);
     const last = rows[rows.length - 1];

@@ -1,5 +1,6 @@
 import { isTableRef, isUuid } from '../domain/codes.ts';
 import type { TableDef } from '../domain/table.ts';
+import { CompiledTable } from '../domain/compiled-table.ts';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import type { ValueCodec } from '../domain/value-codec.ts';
 import type { Database } from './database.ts';
@@ -35,7 +36,8 @@ export async function loadFields(db: MetaDb, codec: ValueCodec, tableIds: string
  * Resolves table references to definitions. A reference is answered from the memo until the
  * metadata changes (MetadataCache); then the table's version is read again (one indexed row), and
  * its fields only when that version moved. So a definition keeps its identity while its table is
- * unchanged: RowStore keys its compiled statements on it.
+ * unchanged, and a new version gets a new definition with its own CompiledTable, where every
+ * layer keeps what it compiles from the version (RowStore its statements, the OpenAPI route its document).
  */
 export class TableCatalog {
   private readonly cache = new Map<string, TableDef>();
@@ -87,6 +89,7 @@ export class TableCatalog {
       fields,
       fieldsByCode: new Map(fields.map((f) => [f.code, f])),
       hasFiles: fields.some(isFileField),
+      compiled: new CompiledTable(fields),
     };
     this.cache.set(def.id, def);
     return def;

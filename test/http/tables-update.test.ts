@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
+import { TableMemo } from '../../src/domain/compiled-table.ts';
 import { physicalColumn, physicalTable } from '../../src/store/user-tables.ts';
 import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 import { type Field, type Table, TableKit, assertPaths } from './tables-support.ts';
@@ -404,6 +405,27 @@ eachDatabase('tables: update', (kind) => {
       assert.equal((await t.delete(`/api/tables/${table.id}`)).status, 200);
       assert.equal(await catalog.find(k.db, table.id), undefined);
       assert.equal(await catalog.find(k.db, 'cat2'), undefined);
+    });
+
+    it('gives each table version one compiled table, and a new version a new one', async () => {
+      const catalog = new TableCatalog(t.database);
+      const table = await k.create({ code: 'compiled', name: 'Compiled', fields: [{ code: 'a', type: 'text' }] });
+      const first = await catalog.find(k.db, 'compiled');
+      assert.ok(first);
+      assert.equal((await catalog.find(k.db, table.id))?.compiled, first.compiled);
+      assert.deepEqual(first.compiled.columns, ['id', 'created_at', 'updated_at', 'created_by', 'updated_by', physicalColumn(table.fields[0].id)]);
+      assert.deepEqual(first.compiled.required, []);
+      const memo = new TableMemo('test', () => ({ made: 0 }));
+      first.compiled.memo(memo).made++;
+      assert.equal(first.compiled.memo(memo).made, 1);
+
+      const updated = await ok(await k.put(table.id, { fields: [{ id: table.fields[0].id, required: true }, { code: 'b', type: 'number' }] }));
+      const second = await catalog.find(k.db, 'compiled');
+      assert.ok(second);
+      assert.notEqual(second.compiled, first.compiled);
+      assert.deepEqual(second.compiled.fields.map((f) => [f.code, f.column, f.type.name]), updated.fields.map((f: Field) => [f.code, physicalColumn(f.id), f.type]));
+      assert.deepEqual(second.compiled.required.map((f) => f.code), ['a']);
+      assert.equal(second.compiled.memo(memo).made, 0);
     });
   });
 

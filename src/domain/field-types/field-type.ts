@@ -1,5 +1,5 @@
 import type { ColumnKind, ValueCodec } from '../value-codec.ts';
-import type { FileLink, StoredFile } from './file.ts';
+import type { FileLink, StoredFile } from '../file-value.ts';
 
 export const FIELD_TYPE_NAMES = [
   'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file',

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { newRowSystemJson } from '../../domain/record-system-json.ts';
 import type { TableDef } from '../../domain/table.ts';
+import type { RawRow } from '../../domain/row.ts';
 import { ENTRY_COLUMNS, type EntryMaker, PER_STATEMENT, type PendingEntries, changeOf } from '../change-entries.ts';
 import type { ChangeNumbering } from '../dialect.ts';
 import { recordJsonSql } from '../record-json-sql.ts';
@@ -54,7 +55,8 @@ export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNu
     // One transaction run at once (writeNow): the write, then its entry.
     writeAlone: (_db, table, ctx, write, what, log) =>
       writeNow((run) => {
-        const written = run(write.sql, write.parameters);
+        // The write returns its row's columns (a delete's: the id only): a row of the table.
+        const written = run(write.sql, write.parameters) as RawRow[];
         if (written.length > 0) writeEntriesNow(run, { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: written.map((row) => changeOf(what, row)) }, log);
         return { rows: written };
       }),
