@@ -4,6 +4,7 @@ import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { type Dialect, postgresDialect, sqliteDialect } from './dialect.ts';
+import { classifyDatabaseError } from './database-errors.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-watch.ts';
 import { PreparedStatements } from './prepared-statements.ts';
 import { backgroundCheckpoints } from './sqlite-checkpoints.ts';
@@ -107,7 +108,7 @@ export async function inTransaction<T>(database: Database, work: (tx: Db) => Pro
       for (const then of hooks.afterCommit) then();
       return result;
     } catch (err) {
-      if (attempt >= MAX_ATTEMPTS || !database.dialect.isRetryable(err)) throw err;
+      if (attempt >= MAX_ATTEMPTS || classifyDatabaseError(err, database.dialect) !== 'retryable') throw err;
       // A moment's random wait, so the two that collided do not collide again at once.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
