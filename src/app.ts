@@ -5,6 +5,7 @@ import { installAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { installAccessLog } from './http/access-log.ts';
 import { installBodyDepthLimit } from './http/body-depth.ts';
+import { installJsonBodies } from './http/json-body.ts';
 import { installBodyHandling } from './http/request-bodies.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { resourceRoutes } from './http/resource-routes.ts';
@@ -86,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Only JSON bodies: anything else is a 415, not a string handed to the routes.
   app.removeContentTypeParser(['text/plain']);
+  installJsonBodies(app);
   // Set on arrival, so every answer carries it, errors included; a callback hook costs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

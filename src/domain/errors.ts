@@ -1,118 +1,88 @@
-import { STATUS_CODES } from 'node:http';
-
 export interface ErrorDetail {
   path: string;
   message: string;
 }
 
 /**
- * Every kind of error the service answers with, as a stable machine-readable code, and its status.
- * The code never reaches the body (CONTRACT §3 fixes its fields): it is logged with the error, and
- * code and tests tell errors apart by it instead of by their message.
+ * Every kind of error the service answers with, as a stable machine-readable code. The code never
+ * reaches the body (CONTRACT §3 fixes its fields): it is logged with the error, and code and tests
+ * tell errors apart by it instead of by their message. Only the http layer maps a code to its
+ * status (src/http/error-status.ts).
  */
-export const ERROR_CODES = {
+export type ErrorCode =
   /** The body, query or path is malformed or fails validation. */
-  invalid_request: 400,
+  | 'invalid_request'
   /** A table has reached the database's limit of columns (PostgreSQL counts dropped ones too). */
-  too_many_columns: 400,
+  | 'too_many_columns'
   /** No X-API-Key, or one that is unknown, revoked or expired. */
-  unauthorized: 401,
+  | 'unauthorized'
   /** A signed file URL that was altered, or has expired. */
-  bad_signature: 403,
+  | 'bad_signature'
   /** No such route, table, row or item. */
-  not_found: 404,
+  | 'not_found'
   /** A row with that id exists. */
-  row_exists: 409,
+  | 'row_exists'
   /** Another item holds that unique value (a name, an email, a table code). */
-  unique_value: 409,
+  | 'unique_value'
   /** The item is still needed: the owner member, a member that owns API keys. */
-  in_use: 409,
+  | 'in_use'
   /** The table's fields changed while the request ran: sending it again will do. */
-  schema_changed: 409,
+  | 'schema_changed'
   /** An upload to a file that is attached to a row: its bytes cannot change. */
-  file_attached: 409,
+  | 'file_attached'
   /** A retry of a flow delivery that is not failed, or whose flow is disabled. */
-  delivery_not_retryable: 409,
+  | 'delivery_not_retryable'
   /** A changes feed cursor older than the changes kept: what came after it is gone. */
-  changes_gone: 410,
+  | 'changes_gone'
   /** A request body that stopped arriving (ROWHOUSE_BODY_TIMEOUT_SECONDS), or headers that took too long. */
-  request_timeout: 408,
-  payload_too_large: 413,
-  uri_too_long: 414,
-  unsupported_media_type: 415,
+  | 'request_timeout'
+  | 'payload_too_large'
+  | 'uri_too_long'
+  | 'unsupported_media_type'
   /** The request line and headers are larger than Node's limit (16 KiB): answered before any route. */
-  header_fields_too_large: 431,
+  | 'header_fields_too_large'
   /** A fault of the service: logged with the request id, never explained to the client. */
-  internal: 500,
+  | 'internal'
   /** The database cannot be reached. */
-  unavailable: 503,
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_CODES;
-
-const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
-  401: 'unauthorized',
-  404: 'not_found',
-  408: 'request_timeout',
-  413: 'payload_too_large',
-  414: 'uri_too_long',
-  415: 'unsupported_media_type',
-  431: 'header_fields_too_large',
-  503: 'unavailable',
-};
-
-/** The code of an error that carries only a status (Fastify's own: a body too large, not JSON, a bad URL). */
-export function codeOfStatus(status: number): ErrorCode {
-  return CODE_OF_STATUS[status] ?? (status >= 500 ? 'internal' : 'invalid_request');
-}
+  | 'unavailable';
 
 /**
- * The one error path: everything that answers with an error throws this (or is turned into it
- * by the error handler), and it renders as {statusCode, error, message, details?, ...extra}.
+ * Where in a request an error happened, from the body's top: `['data', 3]` is the bulk item at
+ * index 3, `['operations', 2]` a batch's operation 2, `[2]` the third item of a resource array.
+ */
+export type ErrorPath = readonly (string | number)[];
+
+/** The path of an error about the request as a whole (shared: most errors have no path). */
+const WHOLE_REQUEST: ErrorPath = Object.freeze([]);
+
+/**
+ * The one error path: everything that answers with an error throws this (or is turned into it by
+ * the error handler). It is data, not an answer: a code, the message, where in the request it
+ * happened (`path`), the details of a validation and what a route documents besides (`extra`, a
+ * batch's index). The http layer renders it (src/http/error-body.ts): the status from the code,
+ * and the message prefixed with the path (`data[3]: …`).
  */
 export class ServiceError extends Error {
-  readonly statusCode: number;
   readonly code: ErrorCode;
+  readonly path: ErrorPath;
   readonly details?: ErrorDetail[];
   readonly extra?: Record<string, unknown>;
 
-  constructor(code: ErrorCode, message: string, details?: ErrorDetail[], extra?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details?: ErrorDetail[], extra?: Record<string, unknown>, path: ErrorPath = WHOLE_REQUEST) {
     super(message);
     this.code = code;
-    this.statusCode = ERROR_CODES[code];
+    this.path = path;
     this.details = details && details.length > 0 ? details : undefined;
     this.extra = extra;
   }
 
-  /** The same error, its message prefixed with where in a request of several items it happened. */
-  at(where: string, extra?: Record<string, unknown>): ServiceError {
-    return new ServiceError(this.code, `${where}: ${this.message}`, this.details, extra ? { ...this.extra, ...extra } : this.extra);
+  /**
+   * The same error, happened within the part of the request at `path` (an item of a bulk, an
+   * operation of a batch): the path grows at its start, the message stays as it is.
+   */
+  within(path: ErrorPath, extra?: Record<string, unknown>): ServiceError {
+    return new ServiceError(this.code, this.message, this.details, extra ? { ...this.extra, ...extra } : this.extra, [...path, ...this.path]);
   }
-
-  toBody(): ErrorBody {
-    return {
-      ...errorBody(this.statusCode, this.message),
-      ...(this.details ? { details: this.details } : {}),
-      ...this.extra,
-    };
-  }
-}
-
-/** The one error format (CONTRACT §3); `extra` adds what a route documents (a batch's index). */
-export interface ErrorBody {
-  statusCode: number;
-  error: string;
-  message: string;
-  details?: ErrorDetail[];
-  [extra: string]: unknown;
-}
-
-export function errorBody(statusCode: number, message: string): ErrorBody {
-  return { statusCode, error: statusName(statusCode), message };
-}
-
-export function statusName(code: number): string {
-  return STATUS_CODES[code] ?? 'Error';
 }
 
 export const badRequest = (message: string, details?: ErrorDetail[]) => new ServiceError('invalid_request', message, details);

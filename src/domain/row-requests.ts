@@ -95,11 +95,13 @@ export type BatchOperation<T extends TableDef> =
   | { type: 'delete'; index: number; table: T; tableRef: string; id: string }
   | { type: 'invalid'; index: number; error: ServiceError };
 
-/** An operation's error, named by its place in the batch: `operations[i]: …` and `index: i`. */
+/**
+ * An operation's error, placed by its place in the batch: its path starts `['operations', i]`
+ * (its body says `operations[i]: …`) and it carries `index: i`. One placed already stands.
+ */
 export function atOperation(err: unknown, index: number): unknown {
-  const where = `operations[${index}]`;
-  if (!(err instanceof ServiceError) || err.message.startsWith(where)) return err;
-  return err.at(where, { index });
+  if (!(err instanceof ServiceError) || err.path[0] === 'operations') return err;
+  return err.within(['operations', index], { index });
 }
 
 /** The `tableId` of every well-formed operation: the tables to look up before parsing. */

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type ErrorBody, type ErrorCode, type ServiceError, codeOfStatus, errorBody, statusName } from '../domain/errors.ts';
-import { toHttpError } from '../store/database-errors.ts';
+import type { ErrorCode } from '../domain/errors.ts';
+import { toServiceError } from '../store/database-errors.ts';
 import type { Dialect } from '../store/dialect.ts';
+import { type ErrorBody, errorBody, serviceErrorBody, statusName } from './error-body.ts';
+import { codeOfStatus } from './error-status.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,10 +22,10 @@ declare module 'fastify' {
  */
 export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
   app.decorateRequest('errorCode', null);
-  app.setErrorHandler((err: FastifyError | ServiceError, request, reply) => {
-    // The last resort for the database errors no caller classified (a table changed under the request).
-    const known = toHttpError(err, dialect);
-    if (known) return sendError(request, reply, known.code, known.toBody());
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    // A ServiceError; or, the last resort, a database error no caller classified (a table changed under the request).
+    const known = toServiceError(err, dialect);
+    if (known) return sendError(request, reply, known.code, serviceErrorBody(known));
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status < 500) return sendError(request, reply, codeOfStatus(status), errorBody(status, clientMessage(err, request.headers['content-type'])));
     request.errorCode = 'internal';

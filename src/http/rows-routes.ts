@@ -4,6 +4,7 @@ import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
 import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
 import { ServiceError, notFound } from '../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../store/database.ts';
+import { classifyDatabaseError } from '../store/database-errors.ts';
 import type { FileLinks } from '../domain/file-value.ts';
 import type { Files } from '../files/files.ts';
 import type { RowStore } from '../store/rows.ts';
@@ -43,7 +44,7 @@ const SCHEMA_RUNS = 3;
  * statements name was dropped (the database refuses the statement, so nothing of it was written).
  */
 function schemaChanged(deps: RowsDeps, err: unknown): boolean {
-  return err instanceof ServiceError ? err.code === 'schema_changed' : deps.database.dialect.isSchemaChanged(err);
+  return err instanceof ServiceError ? err.code === 'schema_changed' : classifyDatabaseError(err, deps.database.dialect) === 'schema_changed';
 }
 
 /**

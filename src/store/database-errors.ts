@@ -2,9 +2,9 @@ import { ServiceError } from '../domain/errors.ts';
 import type { Dialect } from './dialect.ts';
 
 /**
- * The one place database errors become answers. A request can make the database fail in a few
- * ways that are its own doing or bad luck, never the service's fault; each is an ServiceError with a
- * stable code. Anything else stays a fault (a 500, logged).
+ * The one place database errors are classified and become ServiceErrors. A request can make the
+ * database fail in a few ways that are its own doing or bad luck, never the service's fault; each is
+ * a ServiceError with a stable code. Anything else stays a fault (a 500, logged).
  */
 
 /**
@@ -24,24 +24,48 @@ export function rowExists(id: string): ServiceError {
   return new ServiceError('row_exists', `a row with id ${id} already exists; set options.upsert to update it`);
 }
 
-/** The ServiceError a database error stands for; an ServiceError as it is; undefined for a fault. */
-export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): ServiceError | undefined {
-  if (err instanceof ServiceError) return err;
-  if (writing && dialect.isUniqueViolation(err)) {
-    if (writing.kind === 'row') return rowExists(writing.id);
-    if (writing.kind === 'rows') return new ServiceError('row_exists', 'a row with one of these ids already exists');
-    return new ServiceError('unique_value', uniqueViolationMessage(err, writing.label));
-  }
-  if (dialect.isSchemaChanged(err)) {
-    return new ServiceError('schema_changed', "The table's fields changed while this request ran; send it again");
-  }
-  if (dialect.isTooManyColumns(err)) {
-    return new ServiceError(
-      'too_many_columns',
-      "The table has reached the database's limit of columns (fields removed over time count too): create a new table",
-    );
-  }
+/**
+ * What a database error means to the service, by the dialect's predicates (dialect.ts): the one
+ * classification, which every caller asks. Anything else (undefined) is a fault.
+ */
+export type DatabaseFailure =
+  /** A unique constraint refused the write: what it means depends on what was written (Writing). */
+  | 'unique_violation'
+  /** A user table or field the statement names is gone: the table changed while the request ran. */
+  | 'schema_changed'
+  /** The table has reached the database's limit of columns. */
+  | 'too_many_columns'
+  /** A deadlock or serialization failure (PostgreSQL): the transaction can be run again from its start. */
+  | 'retryable';
+
+export function classifyDatabaseError(err: unknown, dialect: Dialect): DatabaseFailure | undefined {
+  if (err instanceof ServiceError) return undefined;
+  if (dialect.isUniqueViolation(err)) return 'unique_violation';
+  if (dialect.isSchemaChanged(err)) return 'schema_changed';
+  if (dialect.isTooManyColumns(err)) return 'too_many_columns';
+  if (dialect.isRetryable(err)) return 'retryable';
   return undefined;
+}
+
+/** The ServiceError a database error stands for; a ServiceError as it is; undefined for a fault. */
+export function toServiceError(err: unknown, dialect: Dialect, writing?: Writing): ServiceError | undefined {
+  if (err instanceof ServiceError) return err;
+  switch (classifyDatabaseError(err, dialect)) {
+    case 'unique_violation':
+      if (!writing) return undefined;
+      if (writing.kind === 'row') return rowExists(writing.id);
+      if (writing.kind === 'rows') return new ServiceError('row_exists', 'a row with one of these ids already exists');
+      return new ServiceError('unique_value', uniqueViolationMessage(err, writing.label));
+    case 'schema_changed':
+      return new ServiceError('schema_changed', "The table's fields changed while this request ran; send it again");
+    case 'too_many_columns':
+      return new ServiceError(
+        'too_many_columns',
+        "The table has reached the database's limit of columns (fields removed over time count too): create a new table",
+      );
+    default:
+      return undefined;
+  }
 }
 
 /**
@@ -49,7 +73,7 @@ export function toHttpError(err: unknown, dialect: Dialect, writing?: Writing): 
  * PostgreSQL names (`Key (id)=(x) already exists.`; SQLite names no value). -1: not such a failure, or unknown.
  */
 export function duplicateRow(err: unknown, dialect: Dialect, ids: readonly string[]): number {
-  if (!dialect.isUniqueViolation(err)) return -1;
+  if (classifyDatabaseError(err, dialect) !== 'unique_violation') return -1;
   if (ids.length === 1) return 0;
   const id = /^Key \(id\)=\((.*)\) already exists/.exec((err as { detail?: string }).detail ?? '')?.[1];
   return id === undefined ? -1 : ids.indexOf(id);

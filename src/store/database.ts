@@ -2,6 +2,7 @@ import type { Database, DatabaseOptions, Db } from './dialect.ts';
 import { loadPg } from './postgres/driver.ts';
 import { openPostgres } from './postgres/open-postgres.ts';
 import { openSqlite } from './sqlite/open-sqlite.ts';
+import { classifyDatabaseError } from './database-errors.ts';
 
 export type { Database, DatabaseOptions, Db } from './dialect.ts';
 export { readRows } from './read-rows.ts';
@@ -27,7 +28,7 @@ export async function inTransaction<T>(database: Database, work: (tx: Db) => Pro
       for (const then of hooks.afterCommit) then();
       return result;
     } catch (err) {
-      if (attempt >= MAX_ATTEMPTS || !database.dialect.isRetryable(err)) throw err;
+      if (attempt >= MAX_ATTEMPTS || classifyDatabaseError(err, database.dialect) !== 'retryable') throw err;
       // A moment's random wait, so the two that collided do not collide again at once.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }

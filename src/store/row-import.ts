@@ -186,7 +186,8 @@ export class RowImporter {
 
   /** Names a row's failure in the database (an id that exists) as its line's problem; false for any other error. */
   private named(err: unknown, chunk: Checked[], problem: (line: number, column: string, message: string) => void): boolean {
-    if (!(err instanceof ServiceError) || err.statusCode >= 500) return false;
+    // The service's own fault or outage is no line's problem.
+    if (!(err instanceof ServiceError) || err.code === 'internal' || err.code === 'unavailable') return false;
     const line = (err as { importLine?: number }).importLine ?? (chunk.length === 1 ? chunk[0].line : undefined);
     if (line === undefined) return false;
     problem(line, err.code === 'row_exists' ? 'id' : '', err.message);

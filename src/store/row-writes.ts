@@ -32,7 +32,7 @@ export class RowWriter {
       // Only creates: the primary key finds an id that exists, without reading first. Rows go in
       // in order, so the first that exists fails the request, named by its index.
       const items = inputs.map((x) => ({ id: x.id ?? randomUUID(), values: x.values }));
-      const at = (k: number, err: ServiceError) => err.at(`data[${k}]`);
+      const at = (k: number, err: ServiceError) => err.within(['data', k]);
       return { status: 201, data: await this.transaction((tx) => this.rows.insertMany(tx, table, items, ctx, at)) };
     }
 
@@ -44,12 +44,13 @@ export class RowWriter {
       let updated = false;
       for (const [i, input] of inputs.entries()) {
         const exists = input.id !== undefined && existing.has(input.id);
-        if (exists && !input.upsert) throw rowExists(String(input.id)).at(`data[${i}]`);
+        if (exists && !input.upsert) throw rowExists(String(input.id)).within(['data', i]);
         if (!exists && input.missingRequired.length > 0) throw invalid(missingDetails(input.missingRequired, `data[${i}].values`), 'Invalid bulk create');
         if (input.upsert && input.id !== undefined) {
           // As a single create with upsert: another writer may insert or delete the row meanwhile.
           const done = await this.rows.create(tx, table, input, ctx, `data[${i}].values`).catch((err) => {
-            throw err instanceof ServiceError && !err.message.startsWith('data[') ? err.at(`data[${i}]`) : err;
+            // One placed already (within the item) stands.
+            throw err instanceof ServiceError && err.path.length === 0 ? err.within(['data', i]) : err;
           });
           result[i] = done.row;
           updated ||= !done.created;
@@ -62,7 +63,7 @@ export class RowWriter {
         table,
         inserts.map(({ input }) => ({ id: input.id ?? randomUUID(), values: input.values })),
         ctx,
-        (k, err) => err.at(`data[${inserts[k].index}]`),
+        (k, err) => err.within(['data', inserts[k].index]),
       );
       inserts.forEach(({ index }, k) => {
         result[index] = created[k];
@@ -79,9 +80,9 @@ export class RowWriter {
       const out: RawRow[] = [];
       for (const [i, input] of inputs.entries()) {
         const row = await this.rows.update(tx, table, ids[i], input.values, ctx).catch((err) => {
-          throw err instanceof ServiceError ? err.at(`data[${i}]`) : err;
+          throw err instanceof ServiceError ? err.within(['data', i]) : err;
         });
-        if (!row) throw notFound(`data[${i}]: row ${ids[i]} not found`);
+        if (!row) throw notFound(`row ${ids[i]} not found`).within(['data', i]);
         out.push(row);
       }
       return out;
@@ -100,7 +101,7 @@ export class RowWriter {
   private async requireAll(tx: Db, table: TableDef, ids: string[], key: string): Promise<void> {
     const found = await this.present(tx, table, ids);
     const missing = ids.findIndex((id) => !found.has(id));
-    if (missing >= 0) throw notFound(`${key}[${missing}]: row ${ids[missing]} not found`);
+    if (missing >= 0) throw notFound(`row ${ids[missing]} not found`).within([key, missing]);
   }
 
   /**
@@ -189,8 +190,8 @@ export class RowWriter {
       // The first id that exists fails its insert, named by its operation's index.
       return await this.rows.insertMany(tx, table, items, ctx, (k, err) => atOperation(err, run[k].index));
     } catch (err) {
-      // An error already naming its operation stands; anything else the run's first operation answers for.
-      throw err instanceof ServiceError && err.extra?.index !== undefined ? err : atOperation(err, run[0].index);
+      // An error already placed within its operation stands (atOperation); anything else the run's first operation answers for.
+      throw atOperation(err, run[0].index);
     }
   }
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { ServiceError, invalid } from '../domain/errors.ts';
-import { duplicateRow, rowExists, toHttpError } from './database-errors.ts';
+import { classifyDatabaseError, duplicateRow, rowExists, toServiceError } from './database-errors.ts';
 import { type Compilable, CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { type Database, type Db, afterCommit, readRows } from './database.ts';
 import { QueryTemplate } from './query-template.ts';
@@ -197,7 +197,7 @@ export class RowStore {
       this.wrote(db, table, 1);
       return row;
     } catch (err) {
-      throw toHttpError(err, this.dialect, { kind: 'row', id }) ?? err;
+      throw toServiceError(err, this.dialect, { kind: 'row', id }) ?? err;
     }
   }
 
@@ -337,7 +337,7 @@ export class RowStore {
       });
     /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
     const failure = (err: unknown, from: number, k: number) =>
-      k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toHttpError(err, this.dialect, { kind: 'rows' }) ?? err);
+      k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toServiceError(err, this.dialect, { kind: 'rows' }) ?? err);
     const perStatement = this.dialect.rowsPerInsert(columns.length);
     if (perStatement === 1 && db.isTransaction) {
       // In a transaction on SQLite: the one statement run for each row, without the query builder.
@@ -346,7 +346,7 @@ export class RowStore {
         rowids = this.database.insertEach(statement(1).with([]).sql, rows);
       } catch (err) {
         const k = (err as { rowIndex?: number }).rowIndex;
-        throw failure(err, 0, k !== undefined && this.dialect.isUniqueViolation(err) ? k : -1);
+        throw failure(err, 0, k !== undefined && classifyDatabaseError(err, this.dialect) === 'unique_violation' ? k : -1);
       }
       // One insert after another takes rowids one after another: their entries are made by SQLite from them.
       if (this.changes && rows.length > 0 && rowids.last - rowids.first === rows.length - 1) {

@@ -50,6 +50,40 @@ eachDatabase('the error format (CONTRACT §3)', (kind) => {
       assert.equal((await t.get('/api/flows')).body.data.length, 0, 'nothing was created');
     });
 
+    it('answers a body that is not valid JSON with 400 naming the line and column, and writes nothing', async () => {
+      const table = await t.post('/api/tables', { name: 'Parsed', code: 'parsed', fields: [{ code: 'title', type: 'text' }, { code: 'qty', type: 'number' }] });
+      assert.equal(table.status, 201, table.text);
+      const json = { 'content-type': 'application/json' };
+      const send = (url: string, raw: string) => t.request('POST', url, { raw, headers: json });
+
+      // On line 1.
+      const one = expectPlainError(await send('/api/tables/parsed/rows', '{"values": {"title": "a", "qty": 1,}}'), 400);
+      assert.equal(one.error, 'Bad Request');
+      assert.equal(one.message, 'The body is not valid JSON: Expected double-quoted property name at line 1, column 36');
+
+      // On line 3 of a body laid out over lines (CRLF line ends count as one).
+      const lines = ['{', '  "values": {"title": "b"},', '  "id": "r-1" "options": {}', '}'];
+      for (const end of ['\n', '\r\n']) {
+        const three = expectPlainError(await send('/api/tables/parsed/rows', lines.join(end)), 400);
+        assert.equal(three.message, "The body is not valid JSON: Expected ',' or '}' after property value at line 3, column 15");
+      }
+      // A token JSON never has, and a body that ends too early, in a bulk request.
+      const bulk = ['{"data": [', '  {"values": {"title": "c"}},', '  {"values": {"title": \'d\'}}', ']}'].join('\n');
+      assert.equal(expectPlainError(await send('/api/tables/parsed/rows-bulk', bulk), 400).message, "The body is not valid JSON: Unexpected token ''' at line 3, column 24");
+      const cut = expectPlainError(await send('/api/tables/parsed/rows-bulk', '{"data": [\n  {"values": {"title": "e"}},\n'), 400);
+      assert.equal(cut.message, 'The body is not valid JSON: Unexpected end of input at line 3, column 1');
+
+      const rows = await t.get('/api/tables/parsed/rows');
+      assert.equal(rows.status, 200, rows.text);
+      assert.deepEqual(rows.body.data, [], 'nothing was written');
+
+      // What stays as it was: a byte order mark is skipped, and a prototype key is refused (a 400, nothing written).
+      assert.equal((await send('/api/tables/parsed/rows', '\ufeff{"id": "bom", "values": {"title": "f"}}')).status, 201);
+      const proto = expectPlainError(await send('/api/tables/parsed/rows', '{"values": {"title": "g"}, "__proto__": {"x": 1}}'), 400);
+      assert.match(String(proto.message), /JSON/);
+      assert.deepEqual((await t.get('/api/tables/parsed/rows')).body.data.map((r: { id: string }) => r.id), ['bom']);
+    });
+
     it('answers a body that is not JSON with 415 naming the expected type', async () => {
       const cases: [string, string][] = [
         ['text/plain', '{"name":"x"}'],

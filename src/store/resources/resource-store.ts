@@ -12,7 +12,7 @@ import {
 } from '../../domain/resource-query.ts';
 import { type ErrorDetail, invalid, notFound } from '../../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
-import { toHttpError } from '../database-errors.ts';
+import { toServiceError } from '../database-errors.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lockIds } from '../row-locks.ts';
@@ -264,9 +264,9 @@ export class ResourceStore {
 
   /** A step's error as the answer, named by the item's index when the request has several. */
   private explain(err: unknown, index: number | null): unknown {
-    const known = toHttpError(err, this.dialect, { kind: 'item', label: this.spec.label });
+    const known = toServiceError(err, this.dialect, { kind: 'item', label: this.spec.label });
     if (!known) return err;
-    return index === null ? known : known.at(`[${index}]`);
+    return index === null ? known : known.within([index]);
   }
 
   private rejectRepeatedIds(ids: string[]): void {
