@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/row-requests.ts';
+import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/requests/row-requests.ts';
 import { JSON_TYPE, batchJson, recordsJson } from '../render/row-json.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';

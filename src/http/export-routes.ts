@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { type RowSelection, parseSelection } from '../domain/row-list-query.ts';
+import { type RowSelection, parseSelection } from '../domain/requests/row-list-query.ts';
 import { intParam, readQuery } from '../domain/query-string.ts';
 import { type ErrorDetail, invalid } from '../domain/errors.ts';
 import { EXPORT_ENCODINGS, type ExportEncoding, textEncoder } from '../export/encodings.ts';

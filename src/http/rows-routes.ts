@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { signCursor } from '../domain/cursor.ts';
-import { nextPageQuery, parseRowList } from '../domain/row-list-query.ts';
-import { parseRowCreate, parseRowPatch } from '../domain/row-requests.ts';
+import { nextPageQuery, parseRowList } from '../domain/requests/row-list-query.ts';
+import { parseRowCreate, parseRowPatch } from '../domain/requests/row-requests.ts';
 import { ServiceError, notFound } from '../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../store/database.ts';
 import type { FileLinks } from '../domain/field-types/file.ts';
