@@ -5,7 +5,8 @@ import { isObject } from '../domain/json.ts';
 import { badRequest } from '../domain/errors.ts';
 import type { Files } from '../files/files.ts';
 import { streamedBody } from './request-bodies.ts';
-import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+import type { RowsDeps } from './rows-routes.ts';
+import { tableOr404 } from '../store/execute.ts';
 
 /** At most this many upload URLs per call (the specification's limits). */
 const MAX_UPLOAD_URLS = 50;
