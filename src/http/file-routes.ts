@@ -1,15 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
-import { ROW_ID } from '../domain/codes.ts';
-import { isObject } from '../domain/json.ts';
-import { badRequest } from '../domain/errors.ts';
+import { parseUploadUrlRequest } from '../domain/requests/file-requests.ts';
 import type { Files } from '../files/files.ts';
 import { streamedBody } from './request-bodies.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { tableOr404 } from '../store/execute.ts';
-
-/** At most this many upload URLs per call (the specification's limits). */
-const MAX_UPLOAD_URLS = 50;
 
 type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; Querystring: Record<string, unknown> };
 
@@ -17,16 +12,7 @@ type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; 
 export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', async (request) => {
     const table = await tableOr404(deps, request.params.table);
-    const { rowId } = request.params;
-    if (!ROW_ID.test(rowId)) throw badRequest(`rowId must be a row id: 1 to 128 of A-Z a-z 0-9 _ . : @ -, starting with a letter or digit`);
-    const body = request.body;
-    if (!isObject(body)) throw badRequest('The body must be a JSON object {count}');
-    const unknown = Object.keys(body).find((k) => k !== 'count');
-    if (unknown !== undefined) throw badRequest(`${unknown} is not a known property; use count`, [{ path: unknown, message: 'is not a known property' }]);
-    const { count } = body;
-    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_UPLOAD_URLS) {
-      throw badRequest(`count must be an integer from 1 to ${MAX_UPLOAD_URLS}`, [{ path: 'count', message: `must be an integer from 1 to ${MAX_UPLOAD_URLS}` }]);
-    }
+    const { rowId, count } = parseUploadUrlRequest(request.params.rowId, request.body);
     return { data: await deps.files.uploadUrls(table, rowId, count) };
   });
 }
