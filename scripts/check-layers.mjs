@@ -1,10 +1,11 @@
 // Fails (exit 1) when a module under src/ imports from a higher layer, type-only imports included.
 // Layers, bottom to top (a module may import its own layer and the ones below):
 //   0 domain (and config.ts, which imports nothing from src)
-//   1 store
-//   2 plan, render, files, events, export, import, openapi
-//   3 http
-//   4 app.ts, server.ts, cli.ts
+//   1 plan: plans as plain data, made from domain values; the store runs them
+//   2 store
+//   3 render, files, events, export, import, openapi
+//   4 http
+//   5 app.ts, server.ts, cli.ts
 // Cycles are madge's to find (npm test runs both); this check is about direction.
 // Usage: node scripts/check-layers.mjs [--list]   (--list also prints every import across folders)
 import fs from 'node:fs';
@@ -17,18 +18,18 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 's
 const LAYERS = {
   domain: 0,
   'config.ts': 0,
-  store: 1,
-  plan: 2,
-  render: 2,
-  files: 2,
-  events: 2,
-  export: 2,
-  import: 2,
-  openapi: 2,
-  http: 3,
-  'app.ts': 4,
-  'server.ts': 4,
-  'cli.ts': 4,
+  plan: 1,
+  store: 2,
+  render: 3,
+  files: 3,
+  events: 3,
+  export: 3,
+  import: 3,
+  openapi: 3,
+  http: 4,
+  'app.ts': 5,
+  'server.ts': 5,
+  'cli.ts': 5,
 };
 
 

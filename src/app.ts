@@ -1,31 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
-import { installAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { installAccessLog } from './http/access-log.ts';
 import { installBodyDepthLimit } from './http/body-depth.ts';
-import { installJsonBodies } from './http/json-body.ts';
 import { installBodyHandling } from './http/request-bodies.ts';
-import { healthRoutes } from './http/health-routes.ts';
-import { resourceRoutes } from './http/resource-routes.ts';
-import { bulkRoutes } from './http/bulk-routes.ts';
-import { exportRoutes } from './http/export-routes.ts';
-import { rowsRoutes } from './http/rows-routes.ts';
-import { fileRoutes } from './http/file-routes.ts';
-import { openapiRoutes } from './http/openapi-routes.ts';
-import { importRoutes } from './http/import-routes.ts';
-import { changesRoutes } from './http/changes-routes.ts';
-import { docsRoutes } from './http/docs-routes.ts';
+import { decoratePrincipal } from './http/auth.ts';
+import { apiPlugin } from './http/api-plugin.ts';
+import { publicPlugin } from './http/public-plugin.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
-import { installWriteQueryRule } from './http/write-query.ts';
 import type { Database } from './store/database.ts';
 import { apiKeys } from './store/resources/api-keys.ts';
 import { environmentVariables } from './store/resources/environment-variables.ts';
 import { flowsSpec } from './store/resources/flows.ts';
 import { flowDeliveries } from './store/resources/flow-deliveries.ts';
-import { flowDeliveryRoutes } from './http/flow-delivery-routes.ts';
 import { DeliveryStore } from './events/delivery-store.ts';
 import { WebhookSender } from './events/webhook-sender.ts';
 import { WebhookWorker } from './events/webhook-worker.ts';
@@ -85,9 +74,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
   });
-  // Only JSON bodies: anything else is a 415, not a string handed to the routes.
-  app.removeContentTypeParser(['text/plain']);
-  installJsonBodies(app);
   // Set on arrival, so every answer carries it, errors included; a callback hook costs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -97,10 +83,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandling(app, database.dialect);
   installAccessLog(app);
   installBodyHandling(app, { idleMs: config.bodyTimeoutMs, maxBodyBytes: config.maxBodyBytes });
-  installAuth(app, database);
+  decoratePrincipal(app);
   installBodyDepthLimit(app);
-  installWriteQueryRule(app);
-  healthRoutes(app, database);
 
   const files =
     deps.files ??
@@ -119,7 +103,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),
   );
-  for (const store of resources) resourceRoutes(app, store);
   const sender = new WebhookSender({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const webhooks = new WebhookWorker(
     new DeliveryStore(database),
@@ -138,18 +121,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await webhooks.stop();
     sender.close();
   });
-  flowDeliveryRoutes(app, resources.find((r) => r.spec === flowDeliveries) as ResourceStore, webhooks);
   app.decorate('changes', changes ?? null);
   const rowStore = new RowStore(database, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
-  rowsRoutes(app, rows);
-  bulkRoutes(app, rows, new RowWriter(database, rows.catalog, rows.rows));
-  exportRoutes(app, rows);
-  fileRoutes(app, rows, config.maxFileBytes);
-  openapiRoutes(app, rows);
-  importRoutes(app, rows, config.maxFileBytes);
-  if (changes) changesRoutes(app, rows, changes);
-  docsRoutes(app, { resources, publicUrl: config.publicUrl });
+  app.register(publicPlugin({ database, files, resources, publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes }));
+  app.register(
+    apiPlugin({
+      rows,
+      writer: new RowWriter(database, rows.catalog, rows.rows),
+      resources,
+      deliveries: resources.find((r) => r.spec === flowDeliveries) as ResourceStore,
+      webhooks,
+      changes,
+      maxFileBytes: config.maxFileBytes,
+    }),
+  );
   await app.ready();
   return app;
 }

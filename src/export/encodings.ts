@@ -1,10 +1,10 @@
 import iconv from 'iconv-lite';
+import type { TextEncoding } from '../domain/file-formats.ts';
 import { toCp932Spelling } from './cp932.ts';
 
 /** The export text encodings: UTF-8, UTF-8 with a BOM for spreadsheet software, and Shift_JIS as Windows-31J (CP932). */
 
-export const EXPORT_ENCODINGS = ['utf8', 'utf8Bom', 'shiftJis'] as const;
-export type ExportEncoding = (typeof EXPORT_ENCODINGS)[number];
+export type ExportEncoding = TextEncoding;
 
 export interface TextEncoder {
   /** The `charset` of the Content-Type. */

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
-import type { RowSelection } from '../domain/row-list-query.ts';
+import type { RowSelection } from '../domain/requests/row-list-query.ts';
 import type { Database } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TextEncoder } from './encodings.ts';

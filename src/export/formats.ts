@@ -1,12 +1,12 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
+import type { FileFormat } from '../domain/file-formats.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
 
 /** The export file formats (the seed spec's "Export rows", CONTRACT §7): how one row becomes one line. */
 
-export const EXPORT_FORMATS = ['csv', 'tsv', 'jsonl'] as const;
-export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+export type ExportFormat = FileFormat;
 
 export const FORMAT_INFO: Record<ExportFormat, { contentType: string; extension: string }> = {
   csv: { contentType: 'text/csv', extension: 'csv' },

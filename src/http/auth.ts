@@ -12,22 +12,20 @@ declare module 'fastify' {
 
 const unauthorized = (message: string) => new ServiceError('unauthorized', message);
 
-/**
- * Whether the request is for /api. The router's pattern is what counts when a route matched: it
- * decodes the path, so /%61pi/flows reaches /api/flows and must not pass without a key.
- */
-function isApiRequest(request: FastifyRequest): boolean {
-  const path = request.routeOptions.url ?? request.url.split('?')[0];
-  return path === '/api' || path.startsWith('/api/');
+/** Every request carries a principal (null outside /api): one shape for all, which the access log reads. */
+export function decoratePrincipal(app: FastifyInstance): void {
+  app.decorateRequest('principal', null);
 }
 
-/** Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member. */
-export function installAuth(app: FastifyInstance, database: Database): void {
-  app.decorateRequest('principal', null);
+/**
+ * Every /api request carries a valid X-API-Key (CONTRACT §2); the principal is its member.
+ * Installed in the /api plugin (api-plugin.ts), so it runs for its routes and its not-found
+ * handler only: the router decodes the path, so /%61pi/flows reaches /api/flows and this hook.
+ */
+export function installAuth(api: FastifyInstance, database: Database): void {
   const keys = new MetadataCache<KeyState>(database);
   // A callback hook: a key the memo holds is checked without a promise (most requests).
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (!isApiRequest(request)) return done();
+  api.addHook('onRequest', (request, _reply, done) => {
     // Node joins a repeated header into one string, which is then no valid key.
     const key = request.headers['x-api-key'] as string | undefined;
     if (key === undefined || key === '') return done(unauthorized('X-API-Key header is required'));

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/row-requests.ts';
-import { JSON_TYPE, batchJson, recordsJson } from '../render/row-json.ts';
+import { batchTableRefs, parseBatch, parseBulkCreate, parseBulkDelete, parseBulkUpdate } from '../domain/requests/row-requests.ts';
+import { planBatch, planBulk } from '../plan/row-plans.ts';
+import { sendBatch, sendRecords } from '../render/row-responses.ts';
+import { bulkCreate, bulkDelete, bulkUpdate, rerunOnSchemaChange, runBatch, withTable } from '../store/execute.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
-import { type RowsDeps, linksFor, rerunOnSchemaChange, withTable } from './rows-routes.ts';
+import type { RowsDeps } from './rows-routes.ts';
 
 type TableParams = { Params: { table: string } };
 
@@ -13,35 +15,33 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
 
   app.post<TableParams>(path, async (request, reply) => {
     const ctx = writeContext(request);
-    const { table, status, data } = await withTable(deps, request.params.table, async (table) => ({
-      table,
-      ...(await writer.bulkCreate(table, parseBulkCreate(request.body, table), ctx)),
-    }));
-    const links = await linksFor(deps, data.map((row) => ({ table, row })));
-    return reply.status(status).type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect, links)}}`);
+    const { plan, status, data } = await withTable(deps, request.params.table, async (table) => {
+      const plan = planBulk('bulk-create', table, parseBulkCreate(request.body, table));
+      return { plan, ...(await bulkCreate(writer, plan, ctx)) };
+    });
+    return sendRecords(deps, reply.status(status), plan.table, data);
   });
 
   app.patch<TableParams>(path, async (request, reply) => {
     const ctx = writeContext(request);
-    const { table, data } = await withTable(deps, request.params.table, async (table) => ({
-      table,
-      data: await writer.bulkUpdate(table, parseBulkUpdate(request.body, table), ctx),
-    }));
-    const links = await linksFor(deps, data.map((row) => ({ table, row })));
-    return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, data, deps.database.dialect, links)}}`);
+    const { plan, data } = await withTable(deps, request.params.table, async (table) => {
+      const plan = planBulk('bulk-update', table, parseBulkUpdate(request.body, table));
+      return { plan, data: await bulkUpdate(writer, plan, ctx) };
+    });
+    return sendRecords(deps, reply, plan.table, data);
   });
 
   app.delete<TableParams>(path, async (request) => {
     const ctx = writeContext(request);
-    return { data: await withTable(deps, request.params.table, (table) => writer.bulkDelete(table, parseBulkDelete(request.body), ctx)) };
+    return { data: await withTable(deps, request.params.table, (table) => bulkDelete(writer, planBulk('bulk-delete', table, parseBulkDelete(request.body)), ctx)) };
   });
 
   app.post('/api/rows-batch', async (request, reply) => {
     const ctx = writeContext(request);
     // Every table of the batch planned again against the tables as they are now when a field of one was removed while it ran.
     const results = await rerunOnSchemaChange(deps, async (fresh) =>
-      writer.batch(parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), fresh)), ctx),
+      runBatch(writer, planBatch(parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), fresh))), ctx),
     );
-    return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps, results)));
+    return sendBatch(deps, reply, results);
   });
 }

@@ -1,48 +1,20 @@
 import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
-import type { ErrorDetail } from '../domain/errors.ts';
-import { ServiceError, invalid } from '../domain/errors.ts';
+import { ServiceError } from '../domain/errors.ts';
+import { feedQuery } from '../domain/requests/changes-query.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { changeJson } from '../render/change-json.ts';
-import { type RowsDeps, tableOr404 } from './rows-routes.ts';
+import type { RowsDeps } from './rows-routes.ts';
+import { tableOr404 } from '../store/execute.ts';
 
 /**
  * GET /api/tables/{t}/changes?after&limit&wait (issue "Change events", item 2): the table's
  * change log in sequence order, from a cursor the consumer keeps.
  */
 
-const PARAMS = ['after', 'limit', 'wait'];
 /** While a long poll waits, how often it looks for changes another instance committed. */
 const POLL_MS = 500;
-
-interface FeedQuery {
-  after: number | undefined;
-  limit: number;
-  wait: number;
-}
-
-function integer(query: Record<string, unknown>, name: string, min: number, max: number, details: ErrorDetail[]): number | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < min || Number(value) > max) {
-    details.push({ path: name, message: `must be an integer from ${min} to ${max}` });
-    return undefined;
-  }
-  return Number(value);
-}
-
-function feedQuery(query: Record<string, unknown>): FeedQuery {
-  const details: ErrorDetail[] = [];
-  for (const key of Object.keys(query)) {
-    if (!PARAMS.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${PARAMS.join(', ')}` });
-  }
-  const after = integer(query, 'after', 0, Number.MAX_SAFE_INTEGER, details);
-  const limit = integer(query, 'limit', 1, 1000, details) ?? 100;
-  const wait = integer(query, 'wait', 1, 30, details) ?? 0;
-  if (details.length > 0) throw invalid(details, 'Invalid changes query');
-  return { after, limit, wait };
-}
 
 export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeLog): void {
   // Long polls waiting now: a shutdown answers them at once (with what there is, often nothing), so

@@ -1,34 +1,24 @@
 import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
-import { ROW_ID } from '../domain/codes.ts';
-import { isObject } from '../domain/json.ts';
-import { badRequest } from '../domain/errors.ts';
+import { parseUploadUrlRequest } from '../domain/requests/file-requests.ts';
+import type { Files } from '../files/files.ts';
 import { streamedBody } from './request-bodies.ts';
-import { type RowsDeps, tableOr404 } from './rows-routes.ts';
-
-/** At most this many upload URLs per call (the specification's limits). */
-const MAX_UPLOAD_URLS = 50;
+import type { RowsDeps } from './rows-routes.ts';
+import { tableOr404 } from '../store/execute.ts';
 
 type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; Querystring: Record<string, unknown> };
 
-/** The three-step upload and the signed downloads (the seed spec's "File attachment", CONTRACT §8). */
-export function fileRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes: number): void {
+/** The three-step upload (the seed spec's "File attachment", CONTRACT §8): its first step, under /api. */
+export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', async (request) => {
     const table = await tableOr404(deps, request.params.table);
-    const { rowId } = request.params;
-    if (!ROW_ID.test(rowId)) throw badRequest(`rowId must be a row id: 1 to 128 of A-Z a-z 0-9 _ . : @ -, starting with a letter or digit`);
-    const body = request.body;
-    if (!isObject(body)) throw badRequest('The body must be a JSON object {count}');
-    const unknown = Object.keys(body).find((k) => k !== 'count');
-    if (unknown !== undefined) throw badRequest(`${unknown} is not a known property; use count`, [{ path: unknown, message: 'is not a known property' }]);
-    const { count } = body;
-    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_UPLOAD_URLS) {
-      throw badRequest(`count must be an integer from 1 to ${MAX_UPLOAD_URLS}`, [{ path: 'count', message: `must be an integer from 1 to ${MAX_UPLOAD_URLS}` }]);
-    }
+    const { rowId, count } = parseUploadUrlRequest(request.params.rowId, request.body);
     return { data: await deps.files.uploadUrls(table, rowId, count) };
   });
+}
 
-  // The URLs file-upload-url and row reads hand out: signed, so they need no API key (they are not under /api).
+/** The URLs file-upload-url and row reads hand out: signed, so they need no API key (they are not under /api; public-plugin.ts). */
+export function signedFileRoutes(app: FastifyInstance, files: Files, maxFileBytes: number): void {
   app.register(async (signed) => {
     // The body of an upload is the file, of any type: passed on as a stream, never parsed or held.
     // A stream of its own, not the request: storage destroys it on a 413, and the socket must live on to answer.
@@ -39,13 +29,13 @@ export function fileRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes: n
       const length = request.headers['content-length'];
       // No body at all (no Content-Length, not chunked) reaches no parser: an empty file.
       const body = (request.body as Readable | undefined) ?? request.raw;
-      const { size } = await deps.files.receive(request.params, request.query, request.headers['content-type'], body, length === undefined ? undefined : Number(length));
+      const { size } = await files.receive(request.params, request.query, request.headers['content-type'], body, length === undefined ? undefined : Number(length));
       return { id: request.params.fileId, size };
     });
 
     signed.get<FileParams>('/files/:tableId/:rowId/:fileId', async (request, reply) => {
       const name = typeof request.query.name === 'string' ? request.query.name : '';
-      const file = await deps.files.send({ ...request.params, name }, request.query);
+      const file = await files.send({ ...request.params, name }, request.query);
       return reply
         .header('content-type', file.contentType)
         .header('content-length', file.size)

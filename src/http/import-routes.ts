@@ -1,43 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
-import type { ErrorDetail } from '../domain/errors.ts';
-import { invalid } from '../domain/errors.ts';
+import { importQuery } from '../domain/requests/import-query.ts';
 import type { FileRow } from '../domain/row.ts';
 import { FileRows } from '../import/file-rows.ts';
 import { withBoundedHeapGrowth } from '../import/heap-growth.ts';
-import { IMPORT_ENCODINGS, IMPORT_FORMATS, type ImportEncoding, type ImportFormat, fileProblem, fileRecords } from '../import/read-file.ts';
-import { type ImportOptions, RowImporter } from '../store/row-import.ts';
+import { fileProblem, fileRecords } from '../import/read-file.ts';
+import { RowImporter } from '../store/row-import.ts';
 import { writeContext } from './auth.ts';
 import { streamedBody } from './request-bodies.ts';
-import { type RowsDeps, tableOr404 } from './rows-routes.ts';
-
-const IMPORT_PARAMS = ['format', 'encoding', 'mode', 'atomic'];
-
-interface ImportQuery extends ImportOptions {
-  format: ImportFormat;
-  encoding: ImportEncoding;
-}
-
-/** `?format&encoding[&mode][&atomic]`, every problem at once. */
-function importQuery(query: Record<string, unknown>): ImportQuery {
-  const details: ErrorDetail[] = [];
-  for (const key of Object.keys(query)) {
-    if (!IMPORT_PARAMS.includes(key)) details.push({ path: key, message: `unknown query parameter; use ${IMPORT_PARAMS.join(', ')}` });
-  }
-  const pick = <T extends string>(name: string, allowed: readonly T[], fallback?: T): T | undefined => {
-    const value = query[name];
-    if (value === undefined && fallback !== undefined) return fallback;
-    if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-    details.push({ path: name, message: `${value === undefined ? 'is required: ' : 'must be '}one of ${allowed.join(', ')}` });
-    return undefined;
-  };
-  const format = pick('format', IMPORT_FORMATS);
-  const encoding = pick('encoding', IMPORT_ENCODINGS);
-  const mode = pick('mode', ['create', 'upsert'] as const, 'create');
-  const atomic = pick('atomic', ['true', 'false'] as const, 'true');
-  if (details.length > 0 || !format || !encoding || !mode || !atomic) throw invalid(details, 'Invalid import query');
-  return { format, encoding, mode, atomic: atomic === 'true' };
-}
+import type { RowsDeps } from './rows-routes.ts';
+import { tableOr404 } from '../store/execute.ts';
 
 /** POST /rows-import: a file in the shapes rows-export writes, streamed into the table. */
 export function importRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes: number): void {

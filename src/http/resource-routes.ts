@@ -1,26 +1,14 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
-import { badRequest, invalid } from '../domain/errors.ts';
-import { MAX_MANY, type ResourceStore } from '../store/resources/resource-store.ts';
-import type { Attrs } from '../store/resources/resource-spec.ts';
+import { badRequest } from '../domain/errors.ts';
+import { ResourceBodies, objectBody } from '../domain/requests/resource-bodies.ts';
+import type { ResourceStore } from '../store/resources/resource-store.ts';
 import { writeContext } from './auth.ts';
-import { isObject } from '../domain/json.ts';
-
-function objectBody(request: FastifyRequest): Attrs {
-  if (!isObject(request.body)) throw badRequest('The body must be a JSON object');
-  return request.body;
-}
-
-function arrayBody(request: FastifyRequest, of: string): unknown[] {
-  const body = request.body;
-  if (!Array.isArray(body)) throw badRequest(`The body must be a JSON array of ${of}`);
-  if (body.length > MAX_MANY) throw badRequest(`At most ${MAX_MANY} items per request, got ${body.length}`);
-  return body;
-}
 
 /** The uniform CRUD routes of one generic resource (the seed spec's "Generic resources", CONTRACT §9). */
 export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void {
   const base = `/api/${store.spec.name}`;
+  const bodies = new ResourceBodies(store.spec);
   type WithId = { Params: { id: string } };
 
   app.get(base, async (request) => {
@@ -40,19 +28,13 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   if (store.spec.readOnly) return;
 
   app.post(base, async (request, reply) => {
-    const [input] = store.validate([objectBody(request)], 'create', false);
-    const [item] = await store.create([input], writeContext(request));
+    const [item] = await store.create([bodies.create(request.body)], writeContext(request));
     return reply.status(201).send(item);
   });
 
   app.put<WithId>(`${base}/:id`, async (request) => {
-    const body = objectBody(request);
-    const id = await store.resolveId(request.params.id);
-    if (body.id !== undefined && body.id !== id) {
-      // Only a string is named: String() of a deeply nested array recurses past the stack.
-      throw badRequest(typeof body.id === 'string' ? `id: the body names ${body.id} but the path names ${id}` : `id: must be ${id}, the id the path names`);
-    }
-    const [input] = store.validate([{ ...body, id }], 'update', false);
+    const body = objectBody(request.body);
+    const input = bodies.update(body, await store.resolveId(request.params.id));
     const [item] = await store.update([input], writeContext(request));
     return item;
   });
@@ -63,22 +45,17 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   });
 
   app.post(`${base}/create-many`, async (request, reply) => {
-    const inputs = store.validate(arrayBody(request, 'objects'), 'create', true);
+    const inputs = bodies.createMany(request.body);
     return reply.status(201).send({ data: inputs.length === 0 ? [] : await store.create(inputs, writeContext(request)) });
   });
 
   app.put(`${base}/update-many`, async (request) => {
-    const body = arrayBody(request, 'objects with an id');
-    const noId = body.flatMap((item, i) => (isObject(item) && typeof item.id === 'string' ? [] : [{ path: `[${i}].id`, message: 'each item must be an object with a string id' }]));
-    if (noId.length > 0) throw invalid(noId, 'Invalid update-many');
-    const inputs = store.validate(body, 'update', true);
+    const inputs = bodies.updateMany(request.body);
     return { data: inputs.length === 0 ? [] : await store.update(inputs, writeContext(request)) };
   });
 
   app.delete(`${base}/delete-many`, async (request) => {
-    const ids = arrayBody(request, 'ids');
-    const notIds = ids.flatMap((id, i) => (typeof id === 'string' && id !== '' ? [] : [{ path: `[${i}]`, message: 'each item must be an id string' }]));
-    if (notIds.length > 0) throw invalid(notIds, 'Invalid delete-many');
-    return { data: ids.length === 0 ? [] : await store.remove(ids as string[], writeContext(request)) };
+    const ids = bodies.deleteMany(request.body);
+    return { data: ids.length === 0 ? [] : await store.remove(ids, writeContext(request)) };
   });
 }

@@ -9,13 +9,13 @@ function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Erro
 }
 
 /**
- * One rule for every write route, attached to those routes only (call before registering them):
- * reads pay nothing for it.
+ * One rule for every write route of the /api plugin (api-plugin.ts), attached to those routes only
+ * (call before registering them): reads pay nothing for it.
  */
-export function installWriteQueryRule(app: FastifyInstance): void {
-  app.addHook('onRoute', (route: RouteOptions) => {
+export function installWriteQueryRule(api: FastifyInstance): void {
+  api.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!route.url.startsWith('/api/') || methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    if (methods.every((m) => m === 'GET' || m === 'HEAD')) return;
     // A write whose options are query parameters (its body is a file) checks them itself.
     if ((route.config as { queryOptions?: boolean } | undefined)?.queryOptions) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];

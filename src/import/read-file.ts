@@ -2,6 +2,7 @@ import { Readable, finished } from 'node:stream';
 import { CsvError, Parser } from 'csv-parse';
 import iconv from 'iconv-lite';
 import { ServiceError, badRequest } from '../domain/errors.ts';
+import type { FileFormat, TextEncoding } from '../domain/file-formats.ts';
 
 /**
  * An imported file read as records, streamed: bytes → text (in the file's encoding, within the
@@ -9,10 +10,8 @@ import { ServiceError, badRequest } from '../domain/errors.ts';
  * The shapes are the ones rows-export writes (CONTRACT §7, issue "Spreadsheet round trip").
  */
 
-export const IMPORT_FORMATS = ['csv', 'tsv', 'jsonl'] as const;
-export type ImportFormat = (typeof IMPORT_FORMATS)[number];
-export const IMPORT_ENCODINGS = ['utf8', 'utf8Bom', 'shiftJis'] as const;
-export type ImportEncoding = (typeof IMPORT_ENCODINGS)[number];
+export type ImportFormat = FileFormat;
+export type ImportEncoding = TextEncoding;
 
 /** One record of the file: a CSV/TSV record's cells, or a JSONL line's JSON value. */
 export type FileRecord = { line: number; cells: string[] } | { line: number; json: unknown };

@@ -4,7 +4,7 @@ import { fieldOptionsSchema } from '../domain/field-types/registry.ts';
 import { type AttrType, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, OPS_BY_TYPE, type QueryableAttrs, type ResourceOp } from '../domain/resource-query.ts';
 import { members } from '../store/resources/members.ts';
 import { type AttrSpec, type ResourceSpec, SYSTEM_ATTRS } from '../store/resources/resource-spec.ts';
-import { MAX_MANY, bodySchema } from '../store/resources/resource-store.ts';
+import { MAX_MANY, bodySchema } from '../domain/requests/resource-bodies.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import { jsonParam, tableDocument } from './table-document.ts';
 import type { TableDef } from '../domain/table.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ROW_ID } from '../domain/codes.ts';
-import { type BatchOperation, type RowPatch, atOperation } from '../domain/row-requests.ts';
+import { type BatchOperation, type RowPatch, atOperation } from '../domain/requests/row-requests.ts';
 import { type RowCreate, missingDetails } from '../domain/row-values.ts';
 import { ServiceError, invalid, notFound } from '../domain/errors.ts';
 import { rowExists } from './database-errors.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { parseSelection } from '../../src/domain/row-list-query.ts';
+import { parseSelection } from '../../src/domain/requests/row-list-query.ts';
 import { type Database, readRows } from '../../src/store/database.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';

@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
-import { schemaDetails, schemaValidator, type Validator } from '../../domain/json-schema.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
 import { repeatedIds } from '../../domain/repeated-ids.ts';
-import { UNSTORABLE_TEXT, unstorableTextAt } from '../../domain/storable-text.ts';
+import type { ResourceInput } from '../../domain/requests/resource-bodies.ts';
 import {
   type AttrType,
   type QueryableAttrs,
   type ResourceFilter,
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
-import { type ErrorDetail, invalid, notFound } from '../../domain/errors.ts';
+import { invalid, notFound } from '../../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
 import { toServiceError } from '../database-errors.ts';
 import type { Dialect } from '../dialect.ts';
@@ -18,14 +17,9 @@ import type { MetaDb } from '../meta-schema.ts';
 import { lockIds } from '../row-locks.ts';
 import { type AttrSpec, type Attrs, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
 
-/** At most this many items in one create-many, update-many or delete-many. */
-export const MAX_MANY = 1000;
-
 const OPERATORS = {
   eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', in: 'in', notIn: 'not in',
 } as const;
-
-type Mode = 'create' | 'update';
 
 /**
  * A resource's own table is queried untyped (`Db`, and filters through this): its columns are the
@@ -42,7 +36,6 @@ type OwnTableExpressions = ExpressionBuilder<any, any>;
  */
 export class ResourceStore {
   readonly queryable: QueryableAttrs;
-  private readonly validators: Record<Mode, Validator>;
   private readonly columns: string[];
 
   constructor(
@@ -55,7 +48,6 @@ export class ResourceStore {
       relations: Object.keys(spec.relations),
     };
     this.columns = [...Object.keys(SYSTEM_ATTRS), ...visible.map(([name]) => name)];
-    this.validators = { create: schemaValidator(bodySchema(spec, 'create')), update: schemaValidator(bodySchema(spec, 'update')) };
   }
 
   private get dialect(): Dialect {
@@ -153,37 +145,7 @@ export class ResourceStore {
 
   // ---- writing ----
 
-  /** Validates every item first, reporting every problem of the request at once. */
-  validate(inputs: unknown[], mode: Mode, many: boolean): Attrs[] {
-    const details: ErrorDetail[] = [];
-    inputs.forEach((input, i) => {
-      const prefix = many ? `[${i}]` : '';
-      const validator = this.validators[mode];
-      if (!validator(input)) {
-        details.push(...schemaDetails(validator.errors, prefix));
-        // The resource's own checks still run, so a request hears of every problem at once.
-        if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-          for (const d of this.spec.hooks?.check?.(input as Attrs, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
-        }
-        return;
-      }
-      const item = input as Attrs;
-      for (const [name, v] of Object.entries(item)) {
-        const at = unstorableTextAt(v, name);
-        if (at !== null) details.push({ path: join(prefix, at), message: UNSTORABLE_TEXT });
-      }
-      for (const [name, attr] of Object.entries(this.spec.attrs)) {
-        if (attr.type === 'timestamp' && typeof item[name] === 'string' && normaliseDateTime(item[name] as string) === null) {
-          details.push({ path: join(prefix, name), message: 'must be an ISO 8601 date-time with an offset' });
-        }
-      }
-      for (const d of this.spec.hooks?.check?.(item, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
-    });
-    if (details.length > 0) throw invalid(details, `Invalid ${this.spec.label}`);
-    return inputs as Attrs[];
-  }
-
-  async create(inputs: Attrs[], ctx: WriteContext): Promise<Item[]> {
+  async create(inputs: ResourceInput[], ctx: WriteContext): Promise<Item[]> {
     return this.write(inputs.length > 1, [], inputs, async (tx, input) => {
       const columns: Item = { id: randomUUID(), createdAt: ctx.now, updatedAt: ctx.now, createdBy: ctx.memberId, updatedBy: ctx.memberId };
       for (const [name, attr] of Object.entries(this.spec.attrs)) {
@@ -199,7 +161,7 @@ export class ResourceStore {
     });
   }
 
-  async update(inputs: Attrs[], ctx: WriteContext): Promise<Item[]> {
+  async update(inputs: ResourceInput[], ctx: WriteContext): Promise<Item[]> {
     this.rejectRepeatedIds(inputs.map((i) => i.id as string));
     return this.write(inputs.length > 1, inputs.map((i) => i.id as string), inputs, async (tx, input) => {
       const id = input.id as string;
@@ -292,21 +254,4 @@ export class ResourceStore {
     }
     return item;
   }
-}
-
-const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
-
-/** JSON Schema of a create or update body, from the attribute specs (also the OpenAPI document's). */
-export function bodySchema(spec: ResourceSpec, mode: Mode): Record<string, unknown> {
-  const properties: Record<string, unknown> = {};
-  const required: string[] = [];
-  for (const [name, attr] of Object.entries(spec.attrs)) {
-    const creatable = (attr.create ?? 'optional') !== 'no';
-    const writable = mode === 'create' ? creatable : (attr.update ?? creatable);
-    if (!writable) continue;
-    properties[name] = attr.nullable ? { anyOf: [attr.schema, { type: 'null' }] } : attr.schema;
-    if (mode === 'create' && attr.create === 'required') required.push(name);
-  }
-  if (mode === 'update') properties.id = { type: 'string' };
-  return { type: 'object', properties, required, additionalProperties: false };
 }

@@ -1,8 +1,8 @@
-import { type ErrorDetail, ServiceError, badRequest, invalid, notFound } from './errors.ts';
-import { isObject } from './json.ts';
-import { repeatedIds } from './repeated-ids.ts';
-import type { TableDef } from './table.ts';
-import { type RowCreate, type RowValues, checkRowCreate, checkRowPatch, throwIfInvalid } from './row-values.ts';
+import { type ErrorDetail, ServiceError, badRequest, invalid, notFound } from '../errors.ts';
+import { isObject } from '../json.ts';
+import { repeatedIds } from '../repeated-ids.ts';
+import type { TableDef } from '../table.ts';
+import { type RowCreate, type RowValues, checkRowCreate, checkRowPatch, throwIfInvalid } from '../row-values.ts';
 
 /**
  * The bodies of the bulk routes and of the cross-table batch (CONTRACT §7), parsed into typed

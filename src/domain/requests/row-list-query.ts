@@ -1,10 +1,10 @@
-import type { ErrorDetail } from './errors.ts';
-import { type CursorValue, cursorBinding, readCursor } from './cursor.ts';
-import { intParam, jsonParam, readQuery } from './query-string.ts';
-import type { FieldLookup } from './row-columns.ts';
-import { type RowFilter, parseRowFilter } from './row-filter.ts';
-import { throwIfInvalid } from './row-values.ts';
-import { type SortKey, effectiveSort, parseRowSort } from './row-sort.ts';
+import type { ErrorDetail } from '../errors.ts';
+import { type CursorValue, cursorBinding, readCursor } from '../cursor.ts';
+import { intParam, jsonParam, readQuery } from '../query-string.ts';
+import type { FieldLookup } from '../row-columns.ts';
+import { type RowFilter, parseRowFilter } from '../row-filter.ts';
+import { throwIfInvalid } from '../row-values.ts';
+import { type SortKey, effectiveSort, parseRowSort } from '../row-sort.ts';
 
 /**
  * The query string of a row list or export, read into typed values. Every reader adds its

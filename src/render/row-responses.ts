@@ -1,0 +1,74 @@
+import type { FastifyReply } from 'fastify';
+import { type CursorValue, signCursor } from '../domain/cursor.ts';
+import type { FileLinks } from '../domain/file-value.ts';
+import { type RowListRequest, nextPageQuery } from '../domain/requests/row-list-query.ts';
+import type { RawRow } from '../domain/row.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { Files } from '../files/files.ts';
+import type { RowReadPlan } from '../plan/row-plans.ts';
+import type { Dialect } from '../store/dialect.ts';
+import { JSON_TYPE, batchJson, recordJson, recordsJson } from './row-json.ts';
+
+/**
+ * The render stage of the rows routes: records as JSON, a page's nextUrl and Link header, and the
+ * signed download URLs of the file values in them.
+ */
+
+export interface RenderDeps {
+  database: { readonly dialect: Dialect };
+  files: Files;
+  /** Signs the next page's cursor. */
+  secret: string;
+  publicUrl: string;
+}
+
+/** How to sign the download URLs of the file values in rows about to be rendered (none without file fields). */
+export async function linksFor(files: Files, rows: readonly { table: TableDef; row: RawRow | null }[]): Promise<FileLinks | undefined> {
+  const withFiles = rows.filter((r): r is { table: TableDef; row: RawRow } => r.row !== null && r.table.hasFiles);
+  return withFiles.length > 0 ? files.links(withFiles) : undefined;
+}
+
+/** linksFor the rows of one table; nothing to build when it has no file fields. */
+function tableLinks(files: Files, table: TableDef, rows: readonly RawRow[]): Promise<FileLinks | undefined> | undefined {
+  return table.hasFiles ? linksFor(files, rows.map((row) => ({ table, row }))) : undefined;
+}
+
+/** One row: GET, POST, PATCH /rows. */
+export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: TableDef, row: RawRow): Promise<FastifyReply> {
+  const links = table.hasFiles ? await linksFor(deps.files, [{ table, row }]) : undefined;
+  return reply.type(JSON_TYPE).send(recordJson(table, row, deps.database.dialect, links));
+}
+
+/** Rows of one table as `{"data": [...]}`: the bulk writes. */
+export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[]): Promise<FastifyReply> {
+  const pending = tableLinks(deps.files, table, rows);
+  const links = pending && (await pending);
+  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, rows, deps.database.dialect, links)}}`);
+}
+
+/**
+ * A page of a list (GET /rows): its records, and the URL of the next page (also as a Link header)
+ * with the request's own parameters and a signed cursor after the page's last row.
+ */
+export async function sendPage(
+  deps: RenderDeps,
+  reply: FastifyReply,
+  tableRef: string,
+  request: RowListRequest,
+  plan: RowReadPlan,
+  page: { rows: readonly RawRow[]; next: CursorValue[] | null },
+): Promise<FastifyReply> {
+  let nextUrl: string | null = null;
+  if (page.next) {
+    nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(tableRef)}/rows?${nextPageQuery(request, signCursor(deps.secret, request.binding, page.next))}`;
+    reply.header('link', `<${nextUrl}>; rel="next"`);
+  }
+  const pending = tableLinks(deps.files, plan.table, page.rows);
+  const links = pending && (await pending);
+  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(plan.table, page.rows, deps.database.dialect, links)},"nextUrl":${JSON.stringify(nextUrl)}}`);
+}
+
+/** What each operation of a batch did, in order. */
+export async function sendBatch(deps: RenderDeps, reply: FastifyReply, results: readonly { type: string; table: TableDef; row: RawRow | null }[]): Promise<FastifyReply> {
+  return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps.files, results)));
+}
