@@ -55,7 +55,7 @@ export class DeliveryStore {
   constructor(private readonly database: Database) {}
 
   private get db(): MetaDb {
-    return this.database.db as MetaDb;
+    return this.database.db;
   }
 
   /** Enabled flows whose table has changes past their cursor. */
@@ -87,8 +87,7 @@ export class DeliveryStore {
   /** Plans the next changes of a flow; answers how many changes it read (0: none, or another instance holds the flow). */
   async plan(flowId: string, now: string): Promise<number> {
     const { dialect } = this.database;
-    return inTransaction(this.database, async (txAny) => {
-      const tx = txAny as MetaDb;
+    return inTransaction(this.database, async (tx: MetaDb) => {
       let q = tx.selectFrom('rh_flow_cursors').selectAll().where('flowId', '=', flowId);
       if (dialect.lockRows) q = q.forUpdate().skipLocked();
       const cursor = await q.executeTakeFirst();

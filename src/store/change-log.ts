@@ -49,9 +49,9 @@ const WRITE_AT = 5000;
  * after `after` and sorted them for each page, 45 ms for a page 100,000 entries from the end (a
  * whole feed of 150,000 was read at 20,000 a second).
  */
-export async function entriesAfter(db: Db, tableId: string, after: number, through: number, limit: number): Promise<Meta['rh_changes'][]> {
+export async function entriesAfter(db: MetaDb, tableId: string, after: number, through: number, limit: number): Promise<Meta['rh_changes'][]> {
   const range = async (from: number, upTo: number, most: number) => {
-    const query = (db as MetaDb)
+    const query = db
       .selectFrom('rh_changes')
       .selectAll()
       .where('tableId', '=', tableId)
@@ -220,8 +220,8 @@ export class ChangeLog implements EntryMaker {
   }
 
   /** The last number retention has deleted of a table's entries (0 when none). */
-  async purgedThrough(db: Db, tableId: string): Promise<number> {
-    const query = (db as MetaDb).selectFrom('rh_change_counters').select('purgedThrough').where('tableId', '=', tableId).compile();
+  async purgedThrough(db: MetaDb, tableId: string): Promise<number> {
+    const query = db.selectFrom('rh_change_counters').select('purgedThrough').where('tableId', '=', tableId).compile();
     const [row] = await readRows(db, query);
     return row ? Number(row.purgedThrough) : 0;
   }

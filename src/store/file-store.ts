@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from './database.ts';
 import type { Dialect } from './dialect.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
 
@@ -67,9 +66,9 @@ export class FileStore {
    * Lets go of the files attached to these fields of a row, except those it keeps (the values it
    * is being written with): the field was cleared or given another file.
    */
-  async releaseReplaced(tx: Db, tableId: string, rowId: string, fieldIds: string[], keep: string[], now: string): Promise<number> {
+  async releaseReplaced(tx: MetaDb, tableId: string, rowId: string, fieldIds: string[], keep: string[], now: string): Promise<number> {
     if (fieldIds.length === 0) return 0;
-    let q = (tx as MetaDb)
+    let q = tx
       .updateTable('rh_files')
       .set({ releasedAt: now })
       .where('tableId', '=', tableId)
@@ -81,10 +80,10 @@ export class FileStore {
   }
 
   /** Lets go of the files attached to rows being deleted. */
-  async releaseRows(tx: Db, tableId: string, rowIds: string[], now: string): Promise<number> {
+  async releaseRows(tx: MetaDb, tableId: string, rowIds: string[], now: string): Promise<number> {
     let n = 0;
     for (let i = 0; i < rowIds.length; i += 500) {
-      const r = await (tx as MetaDb)
+      const r = await tx
         .updateTable('rh_files')
         .set({ releasedAt: now })
         .where('tableId', '=', tableId)
@@ -98,9 +97,9 @@ export class FileStore {
   }
 
   /** Lets go of every file of a table (deleted), or of some of its fields (removed), attached or not. */
-  async releaseTable(tx: Db, tableId: string, now: string, fieldIds?: string[]): Promise<number> {
+  async releaseTable(tx: MetaDb, tableId: string, now: string, fieldIds?: string[]): Promise<number> {
     if (fieldIds?.length === 0) return 0;
-    let q = (tx as MetaDb).updateTable('rh_files').set({ releasedAt: now }).where('tableId', '=', tableId).where('releasedAt', 'is', null);
+    let q = tx.updateTable('rh_files').set({ releasedAt: now }).where('tableId', '=', tableId).where('releasedAt', 'is', null);
     if (fieldIds) q = q.where('fieldId', 'in', fieldIds);
     return Number((await q.executeTakeFirst()).numUpdatedRows);
   }
