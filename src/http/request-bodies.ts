@@ -5,25 +5,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 
 /**
- * What happens to request bodies the service does not read to their end, and to bodies that stop
- * arriving (issue 17, items 1 and 6).
- *
- * - An answer sent before the body has all arrived (a 413, a 401 on a POST, a 403 upload URL) is
- *   sent at once. A client that writes its whole body before it reads must still get it: closing
- *   the socket with the rest of the body unread makes the kernel reset the connection, and the
- *   client sees EPIPE or ECONNRESET instead of the answer. So a small declared rest (at most
- *   DRAIN_KEEP_ALIVE_BYTES) is read and dropped and the connection stays open; anything else is
- *   answered with `Connection: close`, and the socket is closed the way nginx does it ("lingering
- *   close"): our side is ended after the answer, the rest of the body is read and dropped until it
- *   ends, the client closes, or a bound is reached (LINGER_LIMITS times the route's limit but at
- *   least LINGER_MIN_BYTES, LINGER_MS in all, LINGER_IDLE_MS without a byte), and only then is the
- *   socket closed.
- * - A body that stops arriving for `idleMs` while the service waits for it fails the request with
- *   408 (and its upload's temp file goes with it). Time the service itself spends not reading (its
- *   reader is busy, or not reading yet) never counts.
- * - The file routes read their bodies through `streamedBody`, a stream of their own: whatever they
- *   do with it (destroy it on a 413) leaves the request, and so the socket the answer goes out on,
- *   alone. Destroying Node's request destroys its socket.
+ * What happens to request bodies the service does not read to their end (an early answer: the rest
+ * is drained, or the socket closed nginx's way, lingering), and to bodies that stop arriving (408
+ * after `idleMs` without a byte, time the service spends not reading excepted). File routes read a
+ * stream of their own (`streamedBody`), so destroying it leaves the socket alone. Why each bound is
+ * what it is: docs/decisions.md, "Running and configuration".
  */
 
 /** A declared body this small is read to its end after the answer, and the connection kept (as Node itself does). */

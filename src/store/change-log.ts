@@ -13,18 +13,10 @@ export { type ChangeType, type LoneWrite, type RowChange, changeOf } from './cha
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and
  * delete, written in the transaction that makes the change, so a rollback leaves none. A reader
- * (the feed, the flows' planning) never passes over a number that may still commit:
- *
- * - SQLite: entries are numbered per table, each transaction taking its numbers from the table's
- *   counter row; writes take turns, so numbers increase in commit order.
- * - PostgreSQL: entries take their numbers from the table's sequence (row-columns.ts
- *   changeNumbers), without a lock that other writers wait on: so a number may commit after a
- *   higher one. Before it takes a number, a transaction holds a shared advisory lock (its guard)
- *   naming the table and a bound no higher than the numbers it will take, until it ends. A reader
- *   notes the last number handed out, then the guards held, and only then reads: numbers up to the
- *   last noted and below every guard of the table are final (readableThrough). A per-table counter
- *   row locked until commit, as on SQLite, made every writer of a table wait for the one before to
- *   commit (docs/decisions.md has the figures).
+ * (the feed, the flows' planning) never passes over a number that may still commit: SQLite numbers
+ * a table's entries from its counter row as each transaction commits (writes take turns);
+ * PostgreSQL from the table's sequence, each writer holding a guard that stops readers below its
+ * numbers until it ends (readableThrough). The design and its figures: docs/decisions.md, "Change log".
  *
  * The statements of each are the database's (ChangeNumbering: sqlite/change-numbering.ts,
  * postgres/change-numbering.ts and change-guards.ts); the algorithm over them is here.
