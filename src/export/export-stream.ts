@@ -1,30 +1,26 @@
 import { Readable } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
-import type { RowSelection } from '../domain/requests/row-list-query.ts';
+import type { ExportPlan } from '../plan/export-plan.ts';
 import type { Database } from '../store/database.ts';
 import type { RowStore } from '../store/rows.ts';
-import type { TextEncoder } from './encodings.ts';
-import type { RowFormatter } from './formats.ts';
-import type { TableDef } from '../domain/table.ts';
+import { type TextEncoder, textEncoder } from './encodings.ts';
+import { type RowFormatter, rowFormatter } from './formats.ts';
 
-/** Rows per chunk: memory holds about one chunk whatever the table size, and other requests run between chunks. */
-const EXPORT_CHUNK_ROWS = 1000;
-
-export interface ExportPlan {
+/** What an export reads with. */
+export interface ExportStore {
   database: Database;
   rows: RowStore;
-  table: TableDef;
-  selection: RowSelection;
-  /** At most this many rows; null: all. */
-  limit: number | null;
-  formatter: RowFormatter;
-  encoder: TextEncoder;
+}
+
+/** An export under way: its bytes, and the charset they are in. */
+export interface ExportFile {
+  stream: Readable;
+  charset: string;
 }
 
 type Scan = AsyncGenerator<unknown[][]>;
 
-async function* chunks(plan: ExportPlan, scan: Scan, first: IteratorResult<unknown[][]>): AsyncGenerator<Buffer> {
-  const { formatter, encoder } = plan;
+async function* chunks(formatter: RowFormatter, encoder: TextEncoder, scan: Scan, first: IteratorResult<unknown[][]>): AsyncGenerator<Buffer> {
   try {
     encoder.write(formatter.header());
     const head = Buffer.concat([encoder.preamble, encoder.take()]);
@@ -47,12 +43,12 @@ async function* chunks(plan: ExportPlan, scan: Scan, first: IteratorResult<unkno
  * read before it is answered: a statement the database refuses (the table's fields changed under
  * the request) fails the request here, to be planned again or answered 409, before any byte is sent.
  */
-export async function exportStream(plan: ExportPlan): Promise<Readable> {
-  const scan = plan.rows.scan(plan.database, plan.table, {
+export async function exportStream(store: ExportStore, plan: ExportPlan): Promise<ExportFile> {
+  const scan = store.rows.scan(store.database, plan.table, {
     filter: plan.selection.filter,
     keys: plan.selection.keys,
     limit: plan.limit,
-    chunk: EXPORT_CHUNK_ROWS,
+    chunk: plan.chunk,
   });
   let first: IteratorResult<unknown[][]>;
   try {
@@ -61,5 +57,7 @@ export async function exportStream(plan: ExportPlan): Promise<Readable> {
     await scan.return(undefined);
     throw err;
   }
-  return Readable.from(chunks(plan, scan, first), { objectMode: false, highWaterMark: 64 * 1024 });
+  const formatter = rowFormatter(plan.format, plan.table.fields, plan.newline, plan.header, store.database.dialect);
+  const encoder = textEncoder(plan.encoding);
+  return { stream: Readable.from(chunks(formatter, encoder, scan, first), { objectMode: false, highWaterMark: 64 * 1024 }), charset: encoder.charset };
 }

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { NEWLINES, readExportQuery } from '../domain/requests/export-query.ts';
-import { textEncoder } from '../export/encodings.ts';
+import { readExportQuery } from '../domain/requests/export-query.ts';
 import { exportStream } from '../export/export-stream.ts';
-import { FORMAT_INFO, rowFormatter } from '../export/formats.ts';
+import { FORMAT_INFO } from '../export/formats.ts';
+import { planExport } from '../plan/export-plan.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { withTable } from '../store/execute.ts';
 
@@ -10,26 +10,16 @@ import { withTable } from '../store/execute.ts';
 export function exportRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.get<{ Params: { table: string } }>('/api/tables/:table/rows-export', async (request, reply) => {
     // Planned again when the table's fields change under it (store/execute.ts withTable), up to its first rows.
-    const { table, q, encoder, stream } = await withTable(deps, request.params.table, async (table) => {
-      const q = readExportQuery(request.query as Record<string, unknown>, table);
-      const encoder = textEncoder(q.encoding);
-      const stream = await exportStream({
-        database: deps.database,
-        rows: deps.rows,
-        table,
-        selection: q.selection,
-        limit: q.limit,
-        formatter: rowFormatter(q.format, table.fields, NEWLINES[q.newline], q.header, deps.database.dialect),
-        encoder,
-      });
-      return { table, q, encoder, stream };
+    const { plan, file } = await withTable(deps, request.params.table, async (table) => {
+      const plan = planExport(table, readExportQuery(request.query as Record<string, unknown>, table));
+      return { plan, file: await exportStream(deps, plan) };
     });
-    const info = FORMAT_INFO[q.format];
-    const name = `${table.code ?? table.id}.${info.extension}`;
+    const info = FORMAT_INFO[plan.format];
+    const name = `${plan.table.code ?? plan.table.id}.${info.extension}`;
     reply
-      .header('content-type', `${info.contentType}; charset=${encoder.charset}`)
+      .header('content-type', `${info.contentType}; charset=${file.charset}`)
       .header('content-disposition', `attachment; filename="${name}"`)
       .header('cache-control', 'no-store');
-    return reply.send(stream);
+    return reply.send(file.stream);
   });
 }

@@ -8,7 +8,7 @@ import { type RowSelection, parseSelection } from './row-list-query.ts';
 
 const EXPORT_PARAMS = ['format', 'encoding', 'newline', 'header', 'limit', 'filter', 'sort'] as const;
 type ExportParam = (typeof EXPORT_PARAMS)[number];
-export const NEWLINES = { crlf: '\r\n', lf: '\n' } as const;
+const NEWLINES = ['crlf', 'lf'] as const;
 
 function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[], details: ErrorDetail[]): T | undefined {
   if (value === undefined) details.push({ path: name, message: `is required: one of ${allowed.join(', ')}` });
@@ -20,7 +20,7 @@ function oneOf<T extends string>(name: string, value: string | undefined, allowe
 export interface ExportQuery {
   format: FileFormat;
   encoding: TextEncoding;
-  newline: keyof typeof NEWLINES;
+  newline: (typeof NEWLINES)[number];
   header: boolean;
   limit: number | null;
   selection: RowSelection;
@@ -35,7 +35,7 @@ export function readExportQuery(query: Record<string, unknown>, table: FieldLook
     query[name] !== undefined && params[name] === undefined ? undefined : oneOf<T>(name, params[name], allowed, details);
   const format = checked<FileFormat>('format', FILE_FORMATS);
   const encoding = checked<TextEncoding>('encoding', TEXT_ENCODINGS);
-  const newline = checked<keyof typeof NEWLINES>('newline', ['crlf', 'lf']);
+  const newline = checked<(typeof NEWLINES)[number]>('newline', NEWLINES);
   if (params.header !== undefined && params.header !== 'true' && params.header !== 'false') {
     details.push({ path: 'header', message: 'must be true or false' });
   }
