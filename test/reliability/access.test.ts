@@ -296,8 +296,11 @@ eachDatabase('access: what the log keeps', (kind) => {
     secrets.push(signatureOf(first.url));
     const path1 = first.url.pathname;
     const query1 = first.url.search;
+    // The signature with its first character changed (to another one: replacing it with a fixed
+    // letter left one signature in 64 unaltered, and the request was accepted).
+    const altered = query1.replace(/signature=(.)/, (_, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`);
     const signed: [number, string, string, RequestInit][] = [
-      [403, 'PUT', `${path1}${query1.replace(/signature=./, 'signature=A')}`, { body: 'x', headers: { 'content-type': 'text/plain' } }],
+      [403, 'PUT', `${path1}${altered}`, { body: 'x', headers: { 'content-type': 'text/plain' } }],
       [403, 'PUT', `${path1}${query1.replace(/expires=\d+/, 'expires=1')}`, { body: 'x', headers: { 'content-type': 'text/plain' } }],
       // Bytes without a Content-Type (fetch gives a string body one).
       [400, 'PUT', `${path1}${query1}`, { body: new Uint8Array([120]) }],
