@@ -4,8 +4,6 @@ import { toCp932Spelling } from './cp932.ts';
 
 /** The export text encodings: UTF-8, UTF-8 with a BOM for spreadsheet software, and Shift_JIS as Windows-31J (CP932). */
 
-export type ExportEncoding = TextEncoding;
-
 export interface TextEncoder {
   /** The `charset` of the Content-Type. */
   charset: string;
@@ -83,7 +81,7 @@ function shiftJis(): TextEncoder {
 }
 
 /** An encoder for one export: it holds the lines written until they are taken. */
-export function textEncoder(encoding: ExportEncoding): TextEncoder {
+export function textEncoder(encoding: TextEncoding): TextEncoder {
   switch (encoding) {
     case 'utf8':
       return utf8(Buffer.alloc(0));

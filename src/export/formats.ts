@@ -6,9 +6,7 @@ import type { Dialect } from '../store/dialect.ts';
 
 /** The export file formats (the seed spec's "Export rows", CONTRACT §7): how one row becomes one line. */
 
-export type ExportFormat = FileFormat;
-
-export const FORMAT_INFO: Record<ExportFormat, { contentType: string; extension: string }> = {
+export const FORMAT_INFO: Record<FileFormat, { contentType: string; extension: string }> = {
   csv: { contentType: 'text/csv', extension: 'csv' },
   tsv: { contentType: 'text/tab-separated-values', extension: 'tsv' },
   jsonl: { contentType: 'application/x-ndjson', extension: 'jsonl' },
@@ -33,7 +31,7 @@ function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
   return (text) => (special.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 }
 
-export function rowFormatter(format: ExportFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
+export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
   const typed: { code: string; type: FieldType }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type) }));
   const system = SYSTEM_COLUMNS.length;
   if (format === 'jsonl') {

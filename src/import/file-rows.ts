@@ -2,7 +2,8 @@ import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { isObject } from '../domain/json.ts';
 import { isSystemColumn } from '../domain/row-columns.ts';
-import { type FileRecord, type ImportFormat, fileProblem } from './read-file.ts';
+import type { FileFormat } from '../domain/file-formats.ts';
+import { type FileRecord, fileProblem } from './read-file.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { FileRow } from '../domain/row.ts';
 
@@ -21,7 +22,7 @@ export class FileRows {
 
   constructor(
     private readonly table: TableDef,
-    private readonly format: ImportFormat,
+    private readonly format: FileFormat,
   ) {}
 
   private skip(code: string): void {

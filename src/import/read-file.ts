@@ -10,9 +10,6 @@ import type { FileFormat, TextEncoding } from '../domain/file-formats.ts';
  * The shapes are the ones rows-export writes (CONTRACT §7, issue "Spreadsheet round trip").
  */
 
-export type ImportFormat = FileFormat;
-export type ImportEncoding = TextEncoding;
-
 /** One record of the file: a CSV/TSV record's cells, or a JSONL line's JSON value. */
 export type FileRecord = { line: number; cells: string[] } | { line: number; json: unknown };
 
@@ -30,7 +27,7 @@ const newlines = (text: string) => {
 type Decode = (chunk: Buffer, end: boolean) => string;
 
 /** A streaming decoder; `line` says where a problem is. */
-function decoderFor(encoding: ImportEncoding, line: () => number): Decode {
+function decoderFor(encoding: TextEncoding, line: () => number): Decode {
   if (encoding !== 'shiftJis') {
     const utf8 = new TextDecoder('utf-8', { fatal: true });
     return (chunk, end) => {
@@ -58,7 +55,7 @@ function decoderFor(encoding: ImportEncoding, line: () => number): Decode {
  * says; `shiftJis` is Windows-31J (CP932), as exports write it. Bytes that are not text in the
  * encoding, and more than `maxBytes` of them, end the file with an error.
  */
-async function* decoded(body: AsyncIterable<Buffer>, encoding: ImportEncoding, maxBytes: number): AsyncGenerator<string> {
+async function* decoded(body: AsyncIterable<Buffer>, encoding: TextEncoding, maxBytes: number): AsyncGenerator<string> {
   let bytes = 0;
   let line = 1;
   let decode: Decode | null = null;
@@ -218,7 +215,7 @@ async function* jsonLines(text: AsyncIterable<string>): AsyncGenerator<FileRecor
 }
 
 /** The records of an imported file, streamed from its bytes, in batches of those read together. */
-export function fileRecords(body: AsyncIterable<Buffer>, format: ImportFormat, encoding: ImportEncoding, maxBytes: number): AsyncGenerator<FileRecord[]> {
+export function fileRecords(body: AsyncIterable<Buffer>, format: FileFormat, encoding: TextEncoding, maxBytes: number): AsyncGenerator<FileRecord[]> {
   const text = decoded(body, encoding, maxBytes);
   return format === 'jsonl' ? jsonLines(text) : delimited(text, format === 'csv' ? ',' : '\t');
 }

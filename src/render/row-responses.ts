@@ -23,26 +23,25 @@ export interface RenderDeps {
 }
 
 /** How to sign the download URLs of the file values in rows about to be rendered (none without file fields). */
-export async function linksFor(files: Files, rows: readonly { table: TableDef; row: RawRow | null }[]): Promise<FileLinks | undefined> {
+async function linksFor(files: Files, rows: readonly { table: TableDef; row: RawRow | null }[]): Promise<FileLinks | undefined> {
   const withFiles = rows.filter((r): r is { table: TableDef; row: RawRow } => r.row !== null && r.table.hasFiles);
   return withFiles.length > 0 ? files.links(withFiles) : undefined;
 }
 
-/** linksFor the rows of one table; nothing to build when it has no file fields. */
-function tableLinks(files: Files, table: TableDef, rows: readonly RawRow[]): Promise<FileLinks | undefined> | undefined {
-  return table.hasFiles ? linksFor(files, rows.map((row) => ({ table, row }))) : undefined;
+/** linksFor the rows of one table; without file fields, nothing is built and nothing awaited. */
+async function tableLinks(files: Files, table: TableDef, rows: readonly RawRow[]): Promise<FileLinks | undefined> {
+  return linksFor(files, rows.map((row) => ({ table, row })));
 }
 
 /** One row: GET, POST, PATCH /rows. */
 export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: TableDef, row: RawRow): Promise<FastifyReply> {
-  const links = table.hasFiles ? await linksFor(deps.files, [{ table, row }]) : undefined;
+  const links = table.hasFiles ? await tableLinks(deps.files, table, [row]) : undefined;
   return reply.type(JSON_TYPE).send(recordJson(table, row, deps.database.dialect, links));
 }
 
 /** Rows of one table as `{"data": [...]}`: the bulk writes. */
 export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[]): Promise<FastifyReply> {
-  const pending = tableLinks(deps.files, table, rows);
-  const links = pending && (await pending);
+  const links = table.hasFiles ? await tableLinks(deps.files, table, rows) : undefined;
   return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, rows, deps.database.dialect, links)}}`);
 }
 
@@ -63,8 +62,7 @@ export async function sendPage(
     nextUrl = `${deps.publicUrl}/api/tables/${encodeURIComponent(tableRef)}/rows?${nextPageQuery(request, signCursor(deps.secret, request.binding, page.next))}`;
     reply.header('link', `<${nextUrl}>; rel="next"`);
   }
-  const pending = tableLinks(deps.files, plan.table, page.rows);
-  const links = pending && (await pending);
+  const links = plan.table.hasFiles ? await tableLinks(deps.files, plan.table, page.rows) : undefined;
   return reply.type(JSON_TYPE).send(`{"data":${recordsJson(plan.table, page.rows, deps.database.dialect, links)},"nextUrl":${JSON.stringify(nextUrl)}}`);
 }
 

@@ -8,8 +8,6 @@ import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { EntryMaker, LoneWrite, PendingEntries, RowChange } from './change-entries.ts';
 
-export { type ChangeType, type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
-
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and
  * delete, written in the transaction that makes the change, so a rollback leaves none. A reader

@@ -18,7 +18,8 @@ import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from '../domain/table.ts';
 import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
-import { type ChangeLog, type LoneWrite, type RowChange, changeOf } from './change-log.ts';
+import type { ChangeLog } from './change-log.ts';
+import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
