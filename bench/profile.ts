@@ -2,9 +2,9 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|patch|bulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|create|patch|bulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
-// PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid and patch.
+// PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
 import fs from 'node:fs';
 import os from 'node:os';
 import { SourceMap, type SourceMapping } from 'node:module';
@@ -12,7 +12,7 @@ import path from 'node:path';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
-import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
 import { BENCH_KEY, ROOT, startFloor, startService } from './support/processes.ts';
 
@@ -101,7 +101,9 @@ const paid =
   `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
 let p = 0;
+const createBody = createBodies(ds, N);
 const serviceRequests = {
+  create: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth },
   patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
   bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
   first: { path: '/api/tables/bench/rows', headers: auth },
@@ -110,6 +112,7 @@ const serviceRequests = {
   export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
 };
 const floorRequests = {
+  create: { ...serviceRequests.create, path: '/rows' },
   patch: { ...serviceRequests.patch, path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
   first: { path: '/first' },
   paid: { path: '/paid' },

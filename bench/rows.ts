@@ -11,10 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
-import { BENCH_KEY, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, type Proc, cpuMs, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -58,15 +58,13 @@ const sortedBy = (code: string) =>
 let n = 0;
 const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
 /**
- * A create is what users send: a whole row of the benchmark table (all nine fields: text, numbers,
- * a boolean, a date, a dateTime, a record and a list) with a client id, fresh each time. Both
- * sides take their bodies from the one counter, so no id repeats across the service and the floor.
- * (It created {title, amount} until issue 27: most of the validation and of the change entry went
- * unmeasured, and the create ratio read 1.05 on SQLite where a full-row harness found 0.62.)
+ * A create is what users send: a whole row of the benchmark table with a client id, fresh each
+ * time (createBodies). Both sides take their bodies from the one maker, so no id repeats across
+ * the service and the floor. (It created {title, amount} until issue 27: most of the validation
+ * and of the change entry went unmeasured, and the create ratio read 1.05 on SQLite where a
+ * full-row harness found 0.62.)
  */
-const freshValues = [...ds.rows(10_000, 7)].map((r) => r.values);
-let created = 0;
-const createBody = () => JSON.stringify({ id: ds.rowId(N + created), values: freshValues[created++ % freshValues.length] });
+const createBody = createBodies(ds, N);
 const patchBody = () => JSON.stringify({ values: { amount: (n++ % 10000) + 0.25 } });
 const auth = { 'x-api-key': BENCH_KEY };
 
@@ -89,7 +87,17 @@ const workloads: [string, LoadRequest, LoadRequest][] = [
  * 0.84 from run to run of one build.) The rates and latencies shown are the medians of each side.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const results: Record<string, { service: Load; floor: Load; ratio: number; ratios: number[] }> = {};
+const results: Record<string, { service: Load; floor: Load; ratio: number; ratios: number[]; cpu: { service: number; floor: number } }> = {};
+/**
+ * The server process's own CPU time per answered request (µs), beside the rates: unlike a rate,
+ * other load on the machine barely moves it. (The database server's, on PostgreSQL, is not in it.)
+ */
+async function withCpu(proc: Proc, run: () => Promise<Load>): Promise<Load & { cpuUs: number }> {
+  const pid = proc.child.pid as number;
+  const before = cpuMs(pid).total;
+  const result = await run();
+  return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / (result.rps * SECONDS) };
+}
 /** The medians of runs, field by field; their failures added up. */
 const medianOf = (runs: Load[]): Load => ({
   rps: median(runs.map((r) => r.rps)),
@@ -104,10 +112,11 @@ const only = process.env.BENCH_ONLY?.split(',');
 for (const [name, s, f] of workloads.filter(([name]) => !only || only.includes(name))) {
   await load(service.url, s, 1); // warm-up
   await load(floor.url, f, 1);
-  const runs = await pairedRounds(ROUNDS, ['service', 'floor'], (side) => (side === 'service' ? load(service.url, s, SECONDS) : load(floor.url, f, SECONDS)));
+  const runs = await pairedRounds(ROUNDS, ['service', 'floor'], (side) => (side === 'service' ? withCpu(service, () => load(service.url, s, SECONDS)) : withCpu(floor, () => load(floor.url, f, SECONDS))));
   const ratios = runs.service.map((r, k) => r.rps / runs.floor[k].rps);
   const serviceLoad = medianOf(runs.service);
-  results[name] = { service: serviceLoad, floor: medianOf(runs.floor), ratio: median(ratios), ratios };
+  const cpu = { service: median(runs.service.map((r) => r.cpuUs)), floor: median(runs.floor.map((r) => r.cpuUs)) };
+  results[name] = { service: serviceLoad, floor: medianOf(runs.floor), ratio: median(ratios), ratios, cpu };
   if (serviceLoad.non2xx > 0 || serviceLoad.errors > 0) console.log(`  ! ${name}: ${serviceLoad.non2xx} non-2xx, ${serviceLoad.errors} errors`);
 }
 
@@ -159,9 +168,9 @@ fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
 console.log(`\n${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, each workload in ${ROUNDS} rounds of ${SECONDS} s on each side, back to back; the ratio is the median of the rounds'; 10 connections; latency in ms\n`);
-console.log(`${'workload'.padEnd(36)} ${'svc req/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'floor r/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
-for (const [name, { service: s, floor: f, ratio, ratios }] of Object.entries(results)) {
-  console.log(`${name.padEnd(36)} ${fmt(s.rps).padStart(9)} ${fmt(s.p50, 1)} ${fmt(s.p99, 1)} ${fmt(f.rps).padStart(9)} ${fmt(f.p50, 1)} ${fmt(f.p99, 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+console.log(`${'workload'.padEnd(36)} ${'svc req/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'floor r/s'.padStart(9)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}   CPU µs/request, service : floor`);
+for (const [name, { service: s, floor: f, ratio, ratios, cpu }] of Object.entries(results)) {
+  console.log(`${name.padEnd(36)} ${fmt(s.rps).padStart(9)} ${fmt(s.p50, 1)} ${fmt(s.p99, 1)} ${fmt(f.rps).padStart(9)} ${fmt(f.p50, 1)} ${fmt(f.p99, 1)} ${fmt(ratio, 2)}   ${cpu.service.toFixed(0)} : ${cpu.floor.toFixed(0)}   (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')})`);
 }
 
 console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportRatio, 2)}`);

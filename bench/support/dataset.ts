@@ -56,6 +56,18 @@ export async function createBenchTable(base: string, code = 'bench'): Promise<Be
   };
 }
 
+/**
+ * Bodies of single-row creates as users send them: a whole dataset row (all nine fields: text,
+ * numbers, a boolean, a date, a dateTime, a record and a list) with a fresh client id, the ids
+ * counting up from `firstId` (dataset row ids, so past the loaded rows no id repeats). Callers
+ * that share one maker between the service and the floor never send one id twice.
+ */
+export function createBodies(ds: DatasetModule, firstId: number): () => string {
+  const values = [...ds.rows(10_000, 7)].map((r) => r.values);
+  let created = 0;
+  return () => JSON.stringify({ id: ds.rowId(firstId + created), values: values[created++ % values.length] });
+}
+
 /** Loads n dataset rows through the API, as users load theirs: 1,000-row bulk creates, one after another. */
 export async function loadThroughApi(base: string, code: string, n: number): Promise<void> {
   const ds = await dataset();

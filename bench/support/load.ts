@@ -17,12 +17,12 @@ export interface LoadRequest {
   headers?: Record<string, string>;
 }
 
-/** Sends requests from 10 connections for `seconds` and reports throughput and latency (ms). */
-export async function load(base: string, req: LoadRequest, seconds: number): Promise<Load> {
+/** Sends requests from `connections` connections (10 unless given) for `seconds` and reports throughput and latency (ms). */
+export async function load(base: string, req: LoadRequest, seconds: number, connections = 10): Promise<Load> {
   const headers = { 'content-type': 'application/json', ...req.headers };
   const result = await autocannon({
     url: base,
-    connections: 10,
+    connections,
     duration: seconds,
     requests: [
       {

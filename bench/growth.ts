@@ -1,0 +1,98 @@
+// Growth (issue 27): reads on a table of BENCH_ROWS rows (2,000,000 by default) against the same
+// reads on one of 200,000, in one database and one service. The first page, the sorted filter
+// (`status = 'paid' and amount > 5000`, `amount desc`), a keyset page at 75% of the table's
+// 200,000-row depth and get by id must stay within 1.2x of their latency on the small table.
+// Both tables are loaded through the API (1,000-row bulk creates) and the service restarted, as
+// a user's would be; each workload then runs in paired rounds (small, large, large, small, …) and
+// the figure is the median of the rounds' ratios of mean latency (large / small).
+//   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type Load, type LoadRequest, load } from './support/load.ts';
+import { median, pairedRounds } from './support/rounds.ts';
+import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
+import { startPostgres } from '../test/support/postgres-server.mjs';
+import { BENCH_KEY, startService } from './support/processes.ts';
+
+const SMALL = 200_000;
+const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
+const SECONDS = Number(process.argv[2] ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DEEP = 150_000;
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-growth-'));
+const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
+if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
+const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const ds = await dataset();
+
+let service = await startService(env);
+for (const [code, rows] of [['small', SMALL], ['large', LARGE]] as const) {
+  await createBenchTable(service.url, code);
+  const t0 = Date.now();
+  await loadThroughApi(service.url, code, rows);
+  console.log(`loaded ${rows} rows into ${code} on ${postgres ? 'PostgreSQL' : 'SQLite'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+await service.stop();
+service = await startService(env);
+
+/** The path of the page starting at row DEEP of a table, reached by walking nextUrl. */
+async function deepPage(code: string): Promise<string> {
+  let url = `/api/tables/${code}/rows?pageSize=1000`;
+  for (let seen = 0; seen < DEEP; seen += 1000) {
+    const next = new URL((await api(service.url, 'GET', url)).nextUrl);
+    url = next.pathname + next.search;
+  }
+  return url.replace('pageSize=1000', 'pageSize=50');
+}
+
+const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
+const auth = { 'x-api-key': BENCH_KEY };
+const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][] = [
+  ['first page', async (code) => ({ path: `/api/tables/${code}/rows`, headers: auth })],
+  [
+    'paid, amount > 5000, amount desc',
+    async (code) => ({
+      path:
+        `/api/tables/${code}/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
+        `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
+      headers: auth,
+    }),
+  ],
+  [`page at row ${DEEP} by cursor`, async (code) => ({ path: await deepPage(code), headers: auth })],
+  [
+    'get by id',
+    async (code, rows) => {
+      let n = 0;
+      return { path: () => `/api/tables/${code}/rows/${ds.rowId((n = (n * 7919 + 13) % rows))}`, headers: auth };
+    },
+  ],
+];
+
+const results: { name: string; small: Load[]; large: Load[]; ratio: number; ratios: number[] }[] = [];
+for (const [name, make] of workloads) {
+  const requests = { small: await make('small', SMALL), large: await make('large', LARGE) };
+  await load(service.url, requests.small, 1);
+  await load(service.url, requests.large, 1);
+  const runs = await pairedRounds(ROUNDS, ['small', 'large'], (side) => load(service.url, requests[side], SECONDS));
+  const ratios = runs.large.map((l, k) => l.mean / runs.small[k].mean);
+  results.push({ name, small: runs.small, large: runs.large, ratio: median(ratios), ratios });
+}
+
+await service.stop();
+await postgres?.stop();
+fs.rmSync(dir, { recursive: true, force: true });
+
+const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
+console.log(`\n${LARGE} rows against ${SMALL} on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds of ${SECONDS} s, 10 connections; latency in ms (mean, p99)\n`);
+console.log(`${'workload'.padEnd(36)} ${'small'.padStart(8)} ${'p99'.padStart(8)} ${'large'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
+for (const { name, small, large, ratio, ratios } of results) {
+  const m = (xs: Load[], k: 'mean' | 'p99') => median(xs.map((x) => x[k]));
+  console.log(`${name.padEnd(36)} ${fmt(m(small, 'mean'), 2)} ${fmt(m(small, 'p99'), 1)} ${fmt(m(large, 'mean'), 2)} ${fmt(m(large, 'p99'), 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+}
+const budgets = results.map(({ name, ratio }) => [`${name}: at most 1.2x the latency at ${SMALL} rows`, ratio <= 1.2, ratio.toFixed(2)] as const);
+console.log('\nbudgets:');
+for (const [what, ok, figure] of budgets) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what} (${figure})`);
+process.exit(budgets.every(([, ok]) => ok) ? 0 : 1);
