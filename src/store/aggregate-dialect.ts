@@ -1,0 +1,18 @@
+import type { RawBuilder } from 'kysely';
+import type { Bucket, BucketSource } from '../domain/requests/aggregate-query.ts';
+import type { ColumnKind } from '../domain/value-codec.ts';
+
+/**
+ * What aggregates (aggregate-sql.ts) ask of each database where SQLite and PostgreSQL differ
+ * (sqlite/aggregate-sql.ts, postgres/aggregate-sql.ts).
+ */
+export interface AggregateSql {
+  /**
+   * The label of the bucket holding a date-like column's value (null for null), as text in byte
+   * order: `YYYY`, `YYYY-Qn`, `YYYY-MM`, `YYYY-Www` (ISO week-year and week), `YYYY-MM-DD`,
+   * `YYYY-MM-DDTHH`; a dateTime's taken at its wall-clock time in `timeZone`.
+   */
+  bucket(column: string, source: BucketSource, bucket: Bucket, timeZone: string | null): RawBuilder<string>;
+  /** The least or greatest non-null value of a column of this kind in a group. */
+  extreme(fn: 'min' | 'max', column: string, kind: ColumnKind): RawBuilder<unknown>;
+}
