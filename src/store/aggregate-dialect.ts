@@ -15,4 +15,9 @@ export interface AggregateSql {
   bucket(column: string, source: BucketSource, bucket: Bucket, timeZone: string | null): RawBuilder<string>;
   /** The least or greatest non-null value of a column of this kind in a group. */
   extreme(fn: 'min' | 'max', column: string, kind: ColumnKind): RawBuilder<unknown>;
+  /**
+   * The database refused a time zone the service's zone data knows (PostgreSQL's data may be
+   * older): the request's fault, a 400. SQLite uses the service's data, so never.
+   */
+  isUnknownTimeZone(err: unknown): boolean;
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { sql } from 'kysely';
 import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
 
 /**
@@ -181,6 +182,17 @@ eachDatabase('aggregates: examples', (kind) => {
     }
     const altered = cursor.slice(0, -1) + (cursor.endsWith('A') ? 'B' : 'A');
     assert.match(expectError(await agg({ ...query, cursor: altered }), 400).message as string, /cursor/);
+  });
+
+  it('a time zone the database does not know is read as the request\'s fault (a 400), not the service\'s', async () => {
+    const refused = await sql`select now() at time zone ${'Mars/Olympus'}::text`.execute(t.database.db).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    // SQLite never sees a zone (the service converts); PostgreSQL refuses one its data lacks.
+    if (kind === 'postgres') assert.equal(t.database.dialect.aggregates.isUnknownTimeZone(refused), true);
+    else assert.equal(t.database.dialect.aggregates.isUnknownTimeZone(new Error('time zone "x" not recognized')), false);
+    assert.equal(t.database.dialect.aggregates.isUnknownTimeZone(new Error('no such column')), false);
   });
 
   const badCases: [string, Record<string, unknown>, RegExp][] = [

@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Bucket } from '../../domain/requests/aggregate-query.ts';
 import type { AggregateSql } from '../aggregate-dialect.ts';
+import { errCode, messageOf } from '../driver-errors.ts';
 
 /**
  * Aggregates on PostgreSQL: a bucket's label is to_char of the value's wall-clock time (a
@@ -28,4 +29,6 @@ export const postgresAggregates: AggregateSql = {
   // PostgreSQL has no min or max of booleans: false is the least (every one true: bool_and).
   extreme: (fn, column, kind) =>
     kind === 'boolean' ? sql`${sql.raw(fn === 'min' ? 'bool_and' : 'bool_or')}(${sql.ref(column)})` : sql`${sql.raw(fn)}(${sql.ref(column)})`,
+  // invalid_parameter_value: time zone "…" not recognized.
+  isUnknownTimeZone: (err) => errCode(err) === '22023' && /time zone/i.test(messageOf(err)),
 };

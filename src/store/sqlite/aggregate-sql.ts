@@ -33,4 +33,5 @@ export const sqliteAggregates: AggregateSql = {
     }
   },
   extreme: (fn, column) => sql`${sql.raw(fn)}(${sql.ref(column)})`,
+  isUnknownTimeZone: () => false,
 };
