@@ -5,49 +5,49 @@
  * user function (store/sqlite/connection.ts). test/aggregates/ compares the two databases' answers.
  */
 
+/** Names already looked up (making a formatter to ask costs about 0.4 ms): canonical name, or null. */
+const canonical = new Map<string, string | null>();
+
 /** The zone's canonical name (`asia/tokyo` → `Asia/Tokyo`), or null when it is not an IANA zone name. */
 export function canonicalTimeZone(name: unknown): string | null {
   // Names only: an offset such as "+09:00" or "UTC+9" reads differently to PostgreSQL (POSIX signs are inverted).
   if (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(name) || /^(utc|gmt)[+-]/i.test(name)) return null;
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
-  } catch {
-    return null;
+  let found = canonical.get(name);
+  if (found === undefined) {
+    try {
+      found = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+    } catch {
+      found = null;
+    }
+    if (canonical.size >= 10_000) canonical.clear();
+    canonical.set(name, found);
   }
+  return found;
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
+/** A formatter writing the zone's offset at an instant, as `GMT+09:00` (`GMT+09:18:59` for local mean time; `GMT` for none). */
 function formatterOf(zone: string): Intl.DateTimeFormat {
   let f = formatters.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      era: 'short',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
+    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
     formatters.set(zone, f);
   }
   return f;
 }
 
 const HOUR = 3_600_000;
+const OFFSET = /GMT(?:([+-])(\d{2}):(\d{2})(?::(\d{2}))?)?$/;
 
 /** The zone's offset from UTC at an instant, in milliseconds (whole seconds: historical offsets have them). */
 function offsetAt(zone: string, ms: number): number {
-  const parts: Record<string, string> = {};
-  for (const p of formatterOf(zone).formatToParts(ms)) parts[p.type] = p.value;
-  const year = parts.era === 'BC' || parts.era === 'B' ? 1 - Number(parts.year) : Number(parts.year);
-  const local = new Date(0);
-  local.setUTCFullYear(year, Number(parts.month) - 1, Number(parts.day));
-  local.setUTCHours(Number(parts.hour), Number(parts.minute), Number(parts.second), 0);
-  return local.getTime() - Math.floor(ms / 1000) * 1000;
+  const text = formatterOf(zone).format(ms);
+  const m = OFFSET.exec(text);
+  if (!m) throw new Error(`unexpected offset ${text} of ${zone}`);
+  if (!m[1]) return 0;
+  const seconds = Number(m[2]) * 3600 + Number(m[3]) * 60 + Number(m[4] ?? 0);
+  return (m[1] === '-' ? -seconds : seconds) * 1000;
 }
 
 /**

@@ -14,7 +14,7 @@ import { FIELDS, assertSameGroups, prng, randomQuery, randomRow, referenceGroups
  */
 
 const SEED = Number(process.env.ROWHOUSE_AGG_SEED ?? 20_261_126);
-const TABLES = 3;
+const TABLES = 5;
 const QUERIES = Number(process.env.ROWHOUSE_AGG_QUERIES ?? 40);
 
 eachDatabase('aggregates: against a reference', (kind) => {
