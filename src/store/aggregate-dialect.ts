@@ -20,4 +20,6 @@ export interface AggregateSql {
    * older): the request's fault, a 400. SQLite uses the service's data, so never.
    */
   isUnknownTimeZone(err: unknown): boolean;
+  /** A sum went beyond the range of a double (PostgreSQL refuses it; SQLite answers infinity, which aggregate-sql.ts checks for). */
+  isOverflow(err: unknown): boolean;
 }

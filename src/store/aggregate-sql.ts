@@ -1,6 +1,6 @@
 import { type CompiledQuery, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { CursorValue } from '../domain/cursor.ts';
-import { invalid } from '../domain/errors.ts';
+import { badRequest, invalid } from '../domain/errors.ts';
 import type { AggregateTerm, BucketSource, GroupKey, HavingFilter, Metric } from '../domain/requests/aggregate-query.ts';
 import { metricType } from '../domain/requests/aggregate-query.ts';
 import type { AggregatePlan } from '../plan/aggregate-plan.ts';
@@ -95,16 +95,21 @@ export function aggregateQuery(db: Db, dialect: Dialect, plan: AggregatePlan, li
   return sql`select * from (select ${sql.join(selected)} from ${sql.table(plan.table.physical)}${where}${grouped}) as ${sql.id('a')}${outerWhere}${orderBy} limit ${limit}`.compile(db);
 }
 
+const overflow = () => badRequest('a sum or average of these rows is beyond the range of a double (about 1.8e308): narrow the filter or the groups');
+
 /** Runs the plan's page: one statement reading at most one group more than the page, to know whether more follow. */
 export async function aggregatePage(db: Db, dialect: Dialect, plan: AggregatePlan): Promise<AggregatePage> {
   let rows: Record<string, unknown>[];
   try {
     rows = await readRows(db, aggregateQuery(db, dialect, plan, plan.limit + 1));
   } catch (err) {
+    if (dialect.aggregates.isOverflow(err)) throw overflow();
     if (!dialect.aggregates.isUnknownTimeZone(err)) throw err;
     const zones = plan.request.groupBy.flatMap((g, i) => (g.timeZone === null || g.timeZone === 'UTC' ? [] : [{ path: `groupBy[${i}].timeZone`, message: `${g.timeZone} is not known to the database's time-zone data` }]));
     throw invalid(zones, 'Invalid aggregate query');
   }
+  const measured = plan.request.metrics.flatMap((m, i) => (m.fn === 'sum' || m.fn === 'avg' ? [metricColumn(i)] : []));
+  if (rows.some((row) => measured.some((c) => typeof row[c] === 'number' && !Number.isFinite(row[c])))) throw overflow();
   if (rows.length <= plan.limit) return { groups: rows, next: null };
   const groups = rows.slice(0, plan.limit);
   const last = groups[groups.length - 1];

@@ -195,6 +195,18 @@ eachDatabase('aggregates: examples', (kind) => {
     assert.equal(t.database.dialect.aggregates.isUnknownTimeZone(new Error('no such column')), false);
   });
 
+  it('a sum beyond the range of a double is a 400 on both databases, not a 500 or a null', async () => {
+    assert.equal((await t.post('/api/tables', { code: 'huge', name: 'huge', fields: [{ code: 'n', name: 'n', type: 'number' }, { code: 'k', name: 'k', type: 'text' }] })).status, 201);
+    const rows = [{ n: 1.5e308, k: 'a' }, { n: 1.5e308, k: 'a' }, { n: 1, k: 'b' }];
+    assert.equal((await t.post('/api/tables/huge/rows-bulk', { data: rows.map((values) => ({ values })) })).status, 201);
+    for (const fn of ['sum', 'avg']) {
+      const r = await t.get('/api/tables/huge/rows-aggregate', { query: { groupBy: [{ field: 'k' }], metrics: [{ fn, field: 'n' }] } });
+      assert.match(expectError(r, 400).message as string, /beyond the range of a double/);
+    }
+    const fine = await t.get('/api/tables/huge/rows-aggregate', { query: { groupBy: [{ field: 'k' }], metrics: [{ fn: 'max', field: 'n' }], filter: { values: { n: { _lt: 2 } } } } });
+    assert.deepEqual(fine.body.data, [{ group: { k: 'b' }, metrics: { max_n: 1 } }]);
+  });
+
   const badCases: [string, Record<string, unknown>, RegExp][] = [
     ['unknown group field', { groupBy: [{ field: 'nope' }] }, /groupBy\[0\]\.field/],
     ['unknown metric', { metrics: [{ fn: 'median', field: 'amount' }] }, /metrics\[0\]\.fn/],
@@ -218,6 +230,7 @@ eachDatabase('aggregates: examples', (kind) => {
     ['a metric named as a group key', { groupBy: [{ field: 'status' }], metrics: [{ fn: 'count', as: 'status' }] }, /metrics/],
     ['having naming no metric', { having: { amount: { _gt: 1 } } }, /having\.amount/],
     ['having with a bad value', { having: { count: { _gt: 'many' } } }, /having\.count\._gt/],
+    ['having with U+0000', { metrics: [{ fn: 'max', field: 'customer' }], having: { max_customer: { _eq: 'a\u0000b' } } }, /having\.max_customer\._eq/],
     ['sort by what is neither', { groupBy: [{ field: 'status' }], sort: [{ amount: { direction: 'asc', nulls: 'nullsFirst' } }] }, /sort\[0\]\.amount/],
     ['pageSize 0', { pageSize: '0' }, /pageSize/],
     ['pageSize 1001', { pageSize: '1001' }, /pageSize/],

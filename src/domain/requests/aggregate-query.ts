@@ -9,6 +9,7 @@ import { type RowFilter, parseRowFilter } from '../row-filter.ts';
 import { parseSortSpec } from '../row-sort.ts';
 import { throwIfInvalid } from '../row-values.ts';
 import { canonicalTimeZone } from '../time-zones.ts';
+import { UNSTORABLE_TEXT, unstorableTextAt } from '../storable-text.ts';
 
 /**
  * `GET /api/tables/{t}/rows-aggregate` (CONTRACT §13), read into a typed value: group keys (fields
@@ -287,6 +288,10 @@ class HavingParser {
       }
       if (value === null) {
         this.problem(here, 'cannot be null; use {"_isNull": true}');
+        continue;
+      }
+      if (unstorableTextAt(value, here) !== null) {
+        this.problem(here, UNSTORABLE_TEXT);
         continue;
       }
       const compareAs = fieldType(type.comparisonType ?? type.name);

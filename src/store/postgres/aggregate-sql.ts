@@ -31,4 +31,6 @@ export const postgresAggregates: AggregateSql = {
     kind === 'boolean' ? sql`${sql.raw(fn === 'min' ? 'bool_and' : 'bool_or')}(${sql.ref(column)})` : sql`${sql.raw(fn)}(${sql.ref(column)})`,
   // invalid_parameter_value: time zone "…" not recognized.
   isUnknownTimeZone: (err) => errCode(err) === '22023' && /time zone/i.test(messageOf(err)),
+  // numeric_value_out_of_range: a sum of doubles beyond 1.8e308.
+  isOverflow: (err) => errCode(err) === '22003',
 };

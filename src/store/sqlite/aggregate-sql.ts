@@ -34,4 +34,5 @@ export const sqliteAggregates: AggregateSql = {
   },
   extreme: (fn, column) => sql`${sql.raw(fn)}(${sql.ref(column)})`,
   isUnknownTimeZone: () => false,
+  isOverflow: () => false,
 };
