@@ -178,8 +178,10 @@ eachDatabase('aggregates: examples', (kind) => {
     for (const other of [{ ...query, groupBy: [{ field: 'orderedOn', bucket: 'week' }] }, { ...query, filter: { values: { amount: { _gt: 0 } } } }, { ...query, having: { count: { _gt: 0 } } }, { ...query, sort: undefined }, { ...query, metrics: [{ fn: 'count', as: 'n' }], sort: [{ n: { direction: 'desc', nulls: 'nullsLast' } }] }]) {
       const bad = await agg({ ...other, cursor });
       expectError(bad, 400);
-      assert.match(bad.body.message, /cursor/);
+      assert.match(bad.body.message, /cursor belongs to another groupBy, metrics, filter, having or sort/);
     }
+    const smaller = await agg({ ...query, pageSize: '5', cursor });
+    assert.deepEqual(smaller.body.data.map((g: any) => [g.group.orderedOn, g.metrics.count]), seen.slice(2, 7));
     const altered = cursor.slice(0, -1) + (cursor.endsWith('A') ? 'B' : 'A');
     assert.match(expectError(await agg({ ...query, cursor: altered }), 400).message as string, /cursor/);
   });

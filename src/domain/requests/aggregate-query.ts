@@ -352,7 +352,7 @@ export function parseAggregate(query: Record<string, unknown>, table: FieldLooku
   // Bound to the query and to the columns and types of what the cursor carries.
   const carried = order.map((t) => (t.of.kind === 'group' ? `g:${groupBy[t.of.index].target.column}:${groupBy[t.of.index].target.type.name}` : `m:${metricType(metrics[t.of.index]).name}`));
   const binding = cursorBinding(table.id, [raw.groupBy ?? null, raw.metrics ?? null, raw.filter ?? null, raw.having ?? null], raw.sort ?? null, carried);
-  const after = params.cursor === undefined ? null : readCursor(secret, params.cursor, binding, order.length);
+  const after = params.cursor === undefined ? null : readCursor(secret, params.cursor, binding, order.length, 'groupBy, metrics, filter, having or sort');
   const texts: AggregateRequest['texts'] = {};
   for (const name of ['groupBy', 'metrics', 'filter', 'having', 'sort'] as const) if (params[name] !== undefined) texts[name] = params[name];
   return { groupBy, metrics, filter, having, order, pageSize, after, binding, texts };
