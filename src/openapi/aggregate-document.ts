@@ -1,5 +1,5 @@
 import { fieldType } from '../domain/field-types/registry.ts';
-import { BUCKETS, BUCKETS_OF, MAX_GROUP_KEYS, MAX_METRICS, MAX_PAGE_SIZE, METRIC_FNS } from '../domain/requests/aggregate-query.ts';
+import { BUCKETS, BUCKETS_OF, MAX_GROUP_KEYS, MAX_METRICS, MAX_PAGE_SIZE, METRIC_FNS, groupable } from '../domain/requests/aggregate-query.ts';
 import { type RowColumn, SYSTEM_ORDER, fieldTarget } from '../domain/row-columns.ts';
 import type { TableDef } from '../domain/table.ts';
 import { type Schema, errorResponses, jsonResponse, ref } from './common.ts';
@@ -24,13 +24,13 @@ const metricCondition = {
 };
 
 /** The table's columns that can be group keys (and so counted distinctly, or taken the least or greatest of). */
-function groupable(table: TableDef): RowColumn[] {
-  return [...SYSTEM_ORDER, ...table.fields.map(fieldTarget)].filter((c) => c.type.sortable);
+function groupableColumns(table: TableDef): RowColumn[] {
+  return [...SYSTEM_ORDER, ...table.fields.map(fieldTarget)].filter(groupable);
 }
 
 /** The components of the aggregate route's parameters and answer. */
 export function aggregateSchemas(table: TableDef): Record<string, Schema> {
-  const columns = groupable(table);
+  const columns = groupableColumns(table);
   const keys = columns.map((c) => c.key);
   const numbers = table.fields.filter((f) => f.type === 'number').map((f) => f.code);
   const dated = columns.filter((c) => BUCKETS_OF[c.type.name]);

@@ -106,7 +106,7 @@ function columnNamed(table: FieldLookup, key: unknown): RowColumn | undefined {
  * Records, lists and files cannot. (Single links group by the linked id, multiple links cannot:
  * decided here once the link field type exists.)
  */
-function groupable(target: RowColumn): boolean {
+export function groupable(target: RowColumn): boolean {
   return target.type.sortable;
 }
 
