@@ -29,8 +29,8 @@ export function signCursor(secret: string, binding: string, values: CursorValue[
 const isCursorValue = (v: unknown): v is CursorValue =>
   v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
-/** The sort values a cursor carries; a 400 when it is altered or was made for another query. */
-export function readCursor(secret: string, token: string, binding: string, length: number): CursorValue[] {
+/** The sort values a cursor carries; a 400 when it is altered or was made for another query (`boundTo` names its parameters). */
+export function readCursor(secret: string, token: string, binding: string, length: number, boundTo = 'filter or sort'): CursorValue[] {
   const [body, signature, ...rest] = token.split('.');
   // Compared as text: decoding would ignore the spare bits of the last character, accepting altered cursors.
   const given = Buffer.from(signature ?? '');
@@ -40,7 +40,7 @@ export function readCursor(secret: string, token: string, binding: string, lengt
   }
   const payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { b: string; v: unknown[] };
   if (payload.b !== binding) {
-    throw badRequest('cursor belongs to another filter or sort: follow nextUrl, or start again without a cursor');
+    throw badRequest(`cursor belongs to another ${boundTo}: follow nextUrl, or start again without a cursor`);
   }
   if (!Array.isArray(payload.v) || payload.v.length !== length || !payload.v.every(isCursorValue)) {
     throw badRequest('cursor is not valid: use the nextUrl of the previous page as it is');

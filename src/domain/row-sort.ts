@@ -12,13 +12,35 @@ export interface SortKey {
 const MAX_KEYS = 8;
 /** Parses a sort already decoded from JSON: `[{"<key>": {"direction", "nulls"}}, …]`; problems go to `details`. */
 export function parseRowSort(value: unknown, table: FieldLookup, details: ErrorDetail[]): SortKey[] {
-  const keys: SortKey[] = [];
+  return parseSortSpec(value, MAX_KEYS, details, (key, path) => {
+    const field = table.fieldsByCode.get(key);
+    const target = isSystemColumn(key) ? SYSTEM_COLUMNS[key] : field ? fieldTarget(field) : undefined;
+    if (!target) {
+      details.push({ path, message: 'is neither a system column nor a field of this table' });
+      return null;
+    }
+    if (!target.type.sortable) details.push({ path, message: `a ${target.type.name} field cannot be a sort key` });
+    return target;
+  }).map(({ target, direction, nulls }) => ({ target, direction, nulls }));
+}
+
+/**
+ * The shape every sort shares, `[{"<key>": {"direction", "nulls"}}, …]` with at most `max` keys,
+ * each named once; `resolve` finds what a key names (reporting why not, and answering null).
+ */
+export function parseSortSpec<T>(
+  value: unknown,
+  max: number,
+  details: ErrorDetail[],
+  resolve: (key: string, path: string) => T | null,
+): { target: T; direction: SortKey['direction']; nulls: SortKey['nulls'] }[] {
+  const keys: { target: T; direction: SortKey['direction']; nulls: SortKey['nulls'] }[] = [];
   if (!Array.isArray(value)) {
     details.push({ path: 'sort', message: 'must be an array of sort conditions' });
     return keys;
   }
-  if (value.length > MAX_KEYS) {
-    details.push({ path: 'sort', message: `has more than ${MAX_KEYS} conditions` });
+  if (value.length > max) {
+    details.push({ path: 'sort', message: `has more than ${max} conditions` });
     return keys;
   }
   const seen = new Set<string>();
@@ -29,13 +51,8 @@ export function parseRowSort(value: unknown, table: FieldLookup, details: ErrorD
       return;
     }
     const [key, spec] = Object.entries(cond)[0];
-    const field = table.fieldsByCode.get(key);
-    const target = isSystemColumn(key) ? SYSTEM_COLUMNS[key] : field ? fieldTarget(field) : undefined;
-    if (!target) {
-      details.push({ path: `${path}.${key}`, message: 'is neither a system column nor a field of this table' });
-      return;
-    }
-    if (!target.type.sortable) details.push({ path: `${path}.${key}`, message: `a ${target.type.name} field cannot be a sort key` });
+    const target = resolve(key, `${path}.${key}`);
+    if (target === null) return;
     if (seen.has(key)) details.push({ path: `${path}.${key}`, message: 'appears more than once' });
     seen.add(key);
     if (!isObject(spec)) {

@@ -4,6 +4,7 @@ import type { WebhookWorker } from '../events/webhook-worker.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
 import type { RowWriter } from '../store/row-writes.ts';
+import { aggregateRoutes } from './aggregate-routes.ts';
 import { installAuth } from './auth.ts';
 import { installJsonBodies } from './json-body.ts';
 import { bulkRoutes } from './bulk-routes.ts';
@@ -57,6 +58,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     for (const store of deps.resources) resourceRoutes(api, store);
     flowDeliveryRoutes(api, deps.deliveries, deps.webhooks);
     rowsRoutes(api, deps.rows);
+    aggregateRoutes(api, deps.rows);
     bulkRoutes(api, deps.rows, deps.writer);
     exportRoutes(api, deps.rows);
     fileRoutes(api, deps.rows);

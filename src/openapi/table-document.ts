@@ -3,6 +3,7 @@ import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import type { TableDef } from '../domain/table.ts';
+import { aggregatePath, aggregateSchemas } from './aggregate-document.ts';
 
 /**
  * The OpenAPI 3.1 document of one table's row API (CONTRACT §10): every rows route at its concrete
@@ -221,6 +222,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           responses: { 201: jsonResponse('Created.', ref('Row')), 200: jsonResponse('Updated (upsert of an existing id).', ref('Row')), ...errorResponses(400, 401, 404, 409, 413, 415) },
         },
       },
+      [`${t}/rows-aggregate`]: aggregatePath(tag, filter, jsonParam),
       [`${t}/rows/{rowId}`]: {
         parameters: [rowIdParam],
         get: { operationId: 'getRow', tags: tag, summary: 'One row', responses: { 200: jsonResponse('The row.', ref('Row')), ...errorResponses(401, 404) } },
@@ -372,6 +374,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
       schemas: {
         ...securityParts().components.schemas,
         ...tableSchemas(table),
+        ...aggregateSchemas(table),
         BatchOperation: batchOperation(table),
       },
     },

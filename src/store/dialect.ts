@@ -9,6 +9,7 @@ import type { RawRow } from '../domain/row.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
 import type { PlannerStatistics } from './statistics.ts';
+import type { AggregateSql } from './aggregate-dialect.ts';
 
 export type { ColumnKind } from '../domain/value-codec.ts';
 
@@ -75,6 +76,8 @@ export interface Dialect extends ValueCodec {
   upsertInserted: RawBuilder<boolean> | null;
   /** A record's values as JSON text, in SQL (record-json-sql.ts). */
   recordValues: RecordValueSql;
+  /** The SQL of aggregates where the databases differ: date buckets in a time zone, min and max (aggregate-dialect.ts). */
+  aggregates: AggregateSql;
   /** What numbers a new table's change entries (PostgreSQL: its sequence, change-numbering.ts), made with the table in `tx`. */
   createChangeNumbers(tx: QueryExecutorProvider, tableId: string): Promise<void>;
   /** What numbered a dropped table's change entries, dropped with it. */

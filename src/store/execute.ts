@@ -2,6 +2,8 @@ import { ServiceError, notFound } from '../domain/errors.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { BatchPlan, RowReadPlan, RowWritePlanOf, TxMode } from '../plan/row-plans.ts';
+import type { AggregatePlan } from '../plan/aggregate-plan.ts';
+import { type AggregatePage, aggregatePage } from './aggregate-sql.ts';
 import { type Database, type Db, inTransaction } from './database.ts';
 import type { WriteContext } from './resources/resource-spec.ts';
 import type { BatchResult, RowWriter } from './row-writes.ts';
@@ -76,6 +78,11 @@ const rowNotFound = (id: string, tableRef: string) => notFound(`row ${id} not fo
 export function readPage(deps: ExecuteDeps, plan: RowReadPlan): Promise<Page> {
   const { filter, keys } = plan.selection;
   return deps.rows.page(deps.database.db, plan.table, { filter, keys, after: plan.after, limit: plan.limit, text: plan.shapeKey });
+}
+
+/** A page of groups (GET /rows-aggregate): one statement, outside any transaction. */
+export function readAggregate(deps: ExecuteDeps, plan: AggregatePlan): Promise<AggregatePage> {
+  return aggregatePage(deps.database.db, deps.database.dialect, plan);
 }
 
 /** One row by id: too simple to plan (a plan object would cost the hot path an allocation). */

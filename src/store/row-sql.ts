@@ -10,7 +10,7 @@ import type { RowColumn } from '../domain/row-columns.ts';
 const TRUE = sql<SqlBool>`1 = 1`;
 const FALSE = sql<SqlBool>`1 = 0`;
 
-const COMPARISONS = { _eq: '=', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=' } as const;
+export const COMPARISONS = { _eq: '=', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=' } as const;
 
 /** `%`, `_` and `\` in a pattern value are literal. */
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -20,7 +20,7 @@ function likePattern(op: string, value: string): string {
   return op === '_startsWith' ? `${v}%` : op === '_endsWith' ? `%${v}` : `%${v}%`;
 }
 
-function joined(items: RawBuilder<SqlBool>[], op: 'and' | 'or'): RawBuilder<SqlBool> {
+export function joined(items: RawBuilder<SqlBool>[], op: 'and' | 'or'): RawBuilder<SqlBool> {
   if (items.length === 0) return op === 'and' ? TRUE : FALSE;
   if (items.length === 1) return items[0];
   return sql<SqlBool>`(${sql.join(items, sql.raw(` ${op} `))})`;
@@ -78,17 +78,24 @@ export function compileFilter(f: RowFilter, dialect: Dialect): RawBuilder<SqlBoo
  * the key itself (the prefix orders as the whole value does, and an index on it serves the order).
  * `of` turns the key's cursor value into the term's.
  */
-interface Term {
-  expr: RawBuilder<unknown>;
+interface Term extends KeysetTerm {
   of(v: CursorValue): CursorValue;
-  key: SortKey;
+}
+
+/** A term of a keyset order: an expression, its direction and where its nulls go (none where it is never null). */
+export interface KeysetTerm {
+  expr: RawBuilder<unknown>;
+  direction: 'asc' | 'desc';
+  nulls: 'nullsFirst' | 'nullsLast';
+  neverNull: boolean;
 }
 
 function termsOf(k: SortKey, dialect: Dialect): Term[] {
-  const whole: Term = { expr: sql`${sql.ref(k.target.column)}`, of: (v) => v, key: k };
+  const order = { direction: k.direction, nulls: k.nulls, neverNull: k.target.system };
+  const whole: Term = { expr: sql`${sql.ref(k.target.column)}`, of: (v) => v, ...order };
   if (!prefixed(k.target, dialect)) return [whole];
   const n = dialect.textKeyPrefix;
-  const prefix: Term = { expr: indexKey(dialect, k.target.column, 'text'), of: (v) => (typeof v === 'string' ? prefixOf(v, n) : v), key: k };
+  const prefix: Term = { expr: indexKey(dialect, k.target.column, 'text'), of: (v) => (typeof v === 'string' ? prefixOf(v, n) : v), ...order };
   return [prefix, whole];
 }
 
@@ -131,31 +138,35 @@ export function afterCursor(keys: SortKey[], values: CursorValue[], dialect: Dia
     const vals = sql.join(values.map((v) => sql`${v}`));
     return sql<SqlBool>`(${cols}) ${sql.raw(keys[0].direction === 'asc' ? '>' : '<')} (${vals})`;
   }
-  const terms = keys.flatMap((k, i) => termsOf(k, dialect).map((t) => ({ t, v: t.of(values[i]) })));
+  return keysetAfter(keys.flatMap((k, i) => termsOf(k, dialect).map((t) => ({ term: t, value: t.of(values[i]) }))));
+}
+
+/** What is strictly after the given values in the terms' order (a keyset condition), with a range an index can seek to. */
+export function keysetAfter(terms: { term: KeysetTerm; value: CursorValue }[]): RawBuilder<SqlBool> {
   const chain = (i: number): RawBuilder<SqlBool> => {
-    const { t, v } = terms[i];
-    const strictly = beyond(t, v);
+    const { term, value } = terms[i];
+    const strictly = beyond(term, value);
     if (i === terms.length - 1) return strictly;
-    return joined([strictly, joined([same(t, v), chain(i + 1)], 'and')], 'or');
+    return joined([strictly, joined([same(term, value), chain(i + 1)], 'and')], 'or');
   };
-  return joined([leadingBound(terms[0].t, terms[0].v), chain(0)], 'and');
+  return joined([leadingBound(terms[0].term, terms[0].value), chain(0)], 'and');
 }
 
 /** Rows whose term is strictly after `v` in its key's order, nulls placed as asked. */
-function beyond({ expr, key: k }: Term, v: CursorValue): RawBuilder<SqlBool> {
-  const nullsLast = k.nulls === 'nullsLast';
-  if (v === null) return nullsLast ? FALSE : sql<SqlBool>`${expr} is not null`;
-  const cmp = sql<SqlBool>`${expr} ${sql.raw(k.direction === 'asc' ? '>' : '<')} ${v}`;
-  return nullsLast && !k.target.system ? sql<SqlBool>`(${cmp} or ${expr} is null)` : cmp;
+function beyond(t: KeysetTerm, v: CursorValue): RawBuilder<SqlBool> {
+  const nullsLast = t.nulls === 'nullsLast';
+  if (v === null) return nullsLast ? FALSE : sql<SqlBool>`${t.expr} is not null`;
+  const cmp = sql<SqlBool>`${t.expr} ${sql.raw(t.direction === 'asc' ? '>' : '<')} ${v}`;
+  return nullsLast && !t.neverNull ? sql<SqlBool>`(${cmp} or ${t.expr} is null)` : cmp;
 }
 
-function same({ expr }: Term, v: CursorValue): RawBuilder<SqlBool> {
+function same({ expr }: KeysetTerm, v: CursorValue): RawBuilder<SqlBool> {
   return v === null ? sql<SqlBool>`${expr} is null` : sql<SqlBool>`${expr} = ${v}`;
 }
 
 /** A redundant range on the first term that an index can seek to; the chain then decides ties. */
-function leadingBound({ expr, key: k }: Term, v: CursorValue): RawBuilder<SqlBool> {
-  if (v === null) return k.nulls === 'nullsLast' ? sql<SqlBool>`${expr} is null` : TRUE;
-  const range = sql<SqlBool>`${expr} ${sql.raw(k.direction === 'asc' ? '>=' : '<=')} ${v}`;
-  return k.nulls === 'nullsLast' && !k.target.system ? sql<SqlBool>`(${range} or ${expr} is null)` : range;
+function leadingBound(t: KeysetTerm, v: CursorValue): RawBuilder<SqlBool> {
+  if (v === null) return t.nulls === 'nullsLast' ? sql<SqlBool>`${t.expr} is null` : TRUE;
+  const range = sql<SqlBool>`${t.expr} ${sql.raw(t.direction === 'asc' ? '>=' : '<=')} ${v}`;
+  return t.nulls === 'nullsLast' && !t.neverNull ? sql<SqlBool>`(${range} or ${t.expr} is null)` : range;
 }

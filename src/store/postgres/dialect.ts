@@ -2,6 +2,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { ColumnKind, Dialect } from '../dialect.ts';
 import { USER_TABLE_NAME, errCode, messageOf } from '../driver-errors.ts';
 import { postgresRecordValues } from './record-values.ts';
+import { postgresAggregates } from './aggregate-sql.ts';
 import { changeNumbers } from '../../domain/row-columns.ts';
 
 const postgresTypes: Record<ColumnKind, string> = {
@@ -20,6 +21,7 @@ export const postgresDialect: Dialect = {
   name: 'postgres',
   label: 'postgres',
   recordValues: postgresRecordValues,
+  aggregates: postgresAggregates,
   columnType: (kind) => postgresTypes[kind],
   encodeBoolean: (v) => v,
   decodeBoolean: (v) => v === true,

@@ -2,6 +2,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { ColumnKind, Dialect } from '../dialect.ts';
 import { USER_TABLE_NAME, errCode, messageOf } from '../driver-errors.ts';
 import { sqliteRecordValues } from './record-values.ts';
+import { sqliteAggregates } from './aggregate-sql.ts';
 
 /** The column type of each kind: SQLite keeps dates, times and JSON as the API writes them, as text. */
 const sqliteTypes: Record<ColumnKind, string> = {
@@ -19,6 +20,7 @@ export const sqliteDialect: Dialect = {
   name: 'sqlite',
   label: 'sqlite',
   recordValues: sqliteRecordValues,
+  aggregates: sqliteAggregates,
   columnType: (kind) => sqliteTypes[kind],
   encodeBoolean: (v) => (v ? 1 : 0),
   decodeBoolean: (v) => v === 1 || v === 1n || v === true,

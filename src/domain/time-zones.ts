@@ -1,0 +1,87 @@
+/**
+ * IANA time zones: checking a requested name, and the local wall-clock time of an instant in a
+ * zone, from the time-zone data of the JavaScript runtime (ICU). PostgreSQL answers the same from
+ * its own data (`AT TIME ZONE`); SQLite has none, so its connections call `localDateTime` as a
+ * user function (store/sqlite/connection.ts). test/aggregates/ compares the two databases' answers.
+ */
+
+/** Names already looked up (making a formatter to ask costs about 0.4 ms): canonical name, or null. */
+const canonical = new Map<string, string | null>();
+
+/** The zone's canonical name (`asia/tokyo` → `Asia/Tokyo`), or null when it is not an IANA zone name. */
+export function canonicalTimeZone(name: unknown): string | null {
+  // Names only: an offset such as "+09:00" or "UTC+9" reads differently to PostgreSQL (POSIX signs are inverted).
+  if (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(name) || /^(utc|gmt)[+-]/i.test(name)) return null;
+  let found = canonical.get(name);
+  if (found === undefined) {
+    try {
+      found = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+    } catch {
+      found = null;
+    }
+    if (canonical.size >= 10_000) canonical.clear();
+    canonical.set(name, found);
+  }
+  return found;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** A formatter writing the zone's offset at an instant, as `GMT+09:00` (`GMT+09:18:59` for local mean time; `GMT` for none). */
+function formatterOf(zone: string): Intl.DateTimeFormat {
+  let f = formatters.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
+    formatters.set(zone, f);
+  }
+  return f;
+}
+
+const HOUR = 3_600_000;
+const OFFSET = /GMT(?:([+-])(\d{2}):(\d{2})(?::(\d{2}))?)?$/;
+
+/** The zone's offset from UTC at an instant, in milliseconds (whole seconds: historical offsets have them). */
+function offsetAt(zone: string, ms: number): number {
+  const text = formatterOf(zone).format(ms);
+  const m = OFFSET.exec(text);
+  if (!m) throw new Error(`unexpected offset ${text} of ${zone}`);
+  if (!m[1]) return 0;
+  const seconds = Number(m[2]) * 3600 + Number(m[3]) * 60 + Number(m[4] ?? 0);
+  return (m[1] === '-' ? -seconds : seconds) * 1000;
+}
+
+/**
+ * Offsets by zone and UTC hour, for the hours in which the offset does not change (its first and
+ * last millisecond agree; the time-zone data holds no hour with two changes that cancel out).
+ */
+const hourOffsets = new Map<string, Map<number, number>>();
+const MAX_HOURS = 100_000;
+
+function offsetOf(zone: string, ms: number): number {
+  let hours = hourOffsets.get(zone);
+  if (!hours) {
+    hours = new Map();
+    hourOffsets.set(zone, hours);
+  }
+  const hour = Math.floor(ms / HOUR);
+  const known = hours.get(hour);
+  if (known !== undefined) return known;
+  const start = offsetAt(zone, hour * HOUR);
+  // The offset changes within this hour: this instant's own, not kept.
+  if (offsetAt(zone, hour * HOUR + HOUR - 1) !== start) return offsetAt(zone, ms);
+  if (hours.size >= MAX_HOURS) hours.clear();
+  hours.set(hour, start);
+  return start;
+}
+
+/**
+ * The wall-clock time in `zone` of an instant written as ISO 8601 (a stored dateTime), as
+ * `YYYY-MM-DDTHH:mm:ss.sss`; null for null or what is not an instant.
+ */
+export function localDateTime(instant: unknown, zone: unknown): string | null {
+  if (typeof instant !== 'string' || typeof zone !== 'string') return null;
+  const ms = Date.parse(instant);
+  if (Number.isNaN(ms)) return null;
+  const iso = new Date(ms + offsetOf(zone, ms)).toISOString();
+  return iso.slice(0, iso.length - 1);
+}
