@@ -7,6 +7,7 @@ import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '.
 import { findPgbouncer, startPgbouncer } from '../support/pgbouncer-server.mjs';
 import { type Server as Served, buildProject, complaints, scratchDir, serve as start, stopAll } from '../support/served.ts';
 import { type Answer, callJson } from '../support/wire.ts';
+import type { PreparedStatementsMode } from '../../src/config.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { migrate } from '../../src/store/migrations.ts';
 import { PreparedStatements } from '../../src/store/postgres/prepared-statements.ts';
@@ -89,7 +90,7 @@ eachDatabase('PgBouncer in transaction mode', (kind) => {
     describe('named prepared statements', () => {
       const TEXT = 'select $1::int + 1 as n';
       /** Runs the marked statement on `clients` connections at once, `rounds` times each: answers the names the last connection holds prepared. */
-      async function run(url: string, mode: 'auto' | 'on', clients: number, rounds: number): Promise<string[]> {
+      async function run(url: string, mode: PreparedStatementsMode, clients: number, rounds: number): Promise<string[]> {
         const statements = new PreparedStatements(mode);
         statements.mark(TEXT);
         const pool = new pg.Pool({ connectionString: url, max: clients });
@@ -116,9 +117,10 @@ eachDatabase('PgBouncer in transaction mode', (kind) => {
         }
       }
 
-      it('run by name on a direct connection (auto)', async () => {
+      it('run by name on a direct connection (auto), unnamed there when off', async () => {
         const db = await scratch();
         assert.deepEqual(await run(db.url, 'auto', 1, 3), ['rh_1'], 'prepared once, on the connection');
+        assert.deepEqual(await run(db.url, 'off', 1, 3), []);
       });
 
       it('run unnamed through pgbouncer (auto): none is prepared, and none fails', async () => {
