@@ -17,7 +17,8 @@ Commands:
   api-keys revoke ID             revoke an API key from the next request on
 
 Every command takes the configuration flags (each also an environment variable):
-  --port, --host, --data-dir, --database-url, --storage, --public-url, --secret,
+  --port, --host, --data-dir, --database-url, --database-listen-url,
+  --prepared-statements, --storage, --public-url, --secret,
   --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --changes-retention-seconds,
   --change-log, --webhook-allow-private, --webhook-attempts, --webhook-retry-base-ms,
   --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level
@@ -28,7 +29,7 @@ class UsageError extends Error {}
 /** Opens the configured database, brought up to date, for one command. */
 async function withDatabase<T>(flags: Record<string, string>, work: (database: Database, applied: number[]) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, flags);
-  const database = await openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl, config);
   try {
     const applied = await migrate(database.db, database.dialect);
     return await work(database, applied);

@@ -7,6 +7,10 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string;
+  /** PostgreSQL: where the LISTEN connection goes (a direct connection, never a transaction pooler's). */
+  databaseListenUrl: string;
+  /** PostgreSQL: whether hot statements run as named prepared statements; auto: unless behind a connection pooler. */
+  preparedStatements: PreparedStatementsMode;
   storage: string;
   publicUrl: string;
   /** null: generated once and kept in the database. */
@@ -38,12 +42,17 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+export const PREPARED_STATEMENTS_MODES = ['auto', 'on', 'off'] as const;
+export type PreparedStatementsMode = (typeof PREPARED_STATEMENTS_MODES)[number];
+
 /** Each setting: its environment variable and the `rowhouse serve` flag that overrides it. */
 const SETTINGS = {
   port: { env: 'PORT', flag: 'port' },
   host: { env: 'HOST', flag: 'host' },
   dataDir: { env: 'ROWHOUSE_DATA_DIR', flag: 'data-dir' },
   databaseUrl: { env: 'DATABASE_URL', flag: 'database-url' },
+  databaseListenUrl: { env: 'DATABASE_LISTEN_URL', flag: 'database-listen-url' },
+  preparedStatements: { env: 'ROWHOUSE_PREPARED_STATEMENTS', flag: 'prepared-statements' },
   storage: { env: 'ROWHOUSE_STORAGE', flag: 'storage' },
   publicUrl: { env: 'ROWHOUSE_PUBLIC_URL', flag: 'public-url' },
   secret: { env: 'ROWHOUSE_SECRET', flag: 'secret' },
@@ -101,6 +110,15 @@ export function loadConfig(
   if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
     throw new ConfigError(`${label('databaseUrl')} must start with sqlite: or postgres://`);
   }
+  const databaseListenUrl = get('databaseListenUrl') ?? databaseUrl;
+  if (databaseListenUrl !== databaseUrl) {
+    if (databaseUrl.startsWith('sqlite:')) throw new ConfigError(`${label('databaseListenUrl')} is for PostgreSQL only: ${label('databaseUrl')} names SQLite`);
+    if (!/^postgres(ql)?:\/\//.test(databaseListenUrl)) throw new ConfigError(`${label('databaseListenUrl')} must start with postgres:// or postgresql://`);
+  }
+  const preparedStatements = get('preparedStatements') ?? 'auto';
+  if (!(PREPARED_STATEMENTS_MODES as readonly string[]).includes(preparedStatements)) {
+    throw new ConfigError(`${label('preparedStatements')} must be one of ${PREPARED_STATEMENTS_MODES.join(', ')}, got "${preparedStatements}"`);
+  }
   const storage = get('storage') ?? `file:${path.join(dataDir, 'files')}`;
   if (!/^(file:|s3:\/\/)/.test(storage)) {
     throw new ConfigError(`${label('storage')} must start with file: or s3://`);
@@ -133,6 +151,8 @@ export function loadConfig(
     host,
     dataDir,
     databaseUrl,
+    databaseListenUrl,
+    preparedStatements: preparedStatements as PreparedStatementsMode,
     storage,
     publicUrl,
     secret,

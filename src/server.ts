@@ -48,7 +48,7 @@ function sweepFiles(app: FastifyInstance, config: Config, database: Database): {
 
 /** Opens the database, migrates, bootstraps, and serves until stopped. */
 export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
-  const database = await openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl, config);
   try {
     await migrate(database.db, database.dialect);
     const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });

@@ -22,6 +22,23 @@ describe('loadConfig', () => {
     assert.equal(c.logLevel, 'info');
     assert.equal(c.shutdownTimeoutMs, 10_000);
     assert.equal(c.bodyTimeoutMs, 60_000);
+    assert.equal(c.databaseListenUrl, c.databaseUrl, 'LISTEN goes where everything else does');
+    assert.equal(c.preparedStatements, 'auto');
+  });
+
+  it('reads DATABASE_LISTEN_URL and ROWHOUSE_PREPARED_STATEMENTS (PgBouncer in transaction mode), from the environment or flags', () => {
+    const pooled = 'postgres://u:p@pgbouncer:6432/rh';
+    const direct = 'postgresql://u:p@db:5432/rh';
+    assert.equal(loadConfig({ DATABASE_URL: pooled }, {}, CWD).databaseListenUrl, pooled, 'the default is DATABASE_URL');
+    const c = loadConfig({ DATABASE_URL: pooled, DATABASE_LISTEN_URL: direct, ROWHOUSE_PREPARED_STATEMENTS: 'off' }, {}, CWD);
+    assert.equal(c.databaseUrl, pooled);
+    assert.equal(c.databaseListenUrl, direct);
+    assert.equal(c.preparedStatements, 'off');
+    const f = loadConfig({ DATABASE_URL: pooled, DATABASE_LISTEN_URL: direct }, parseConfigFlags(['--database-listen-url', 'postgres://db2/rh', '--prepared-statements', 'on']), CWD);
+    assert.equal(f.databaseListenUrl, 'postgres://db2/rh');
+    assert.equal(f.preparedStatements, 'on');
+    assert.equal(loadConfig({ ROWHOUSE_PREPARED_STATEMENTS: 'auto' }, {}, CWD).preparedStatements, 'auto');
+    assert.equal(loadConfig({ DATABASE_URL: pooled, DATABASE_LISTEN_URL: '' }, {}, CWD).databaseListenUrl, pooled, 'empty counts as unset');
   });
 
   it('reads every environment variable', () => {
@@ -152,6 +169,9 @@ describe('loadConfig', () => {
     ['a shutdown timeout in milliseconds', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '10s' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
     ['a zero body timeout', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
     ['a body timeout over an hour', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '3601' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
+    ['a listen URL that is not PostgreSQL', { DATABASE_URL: 'postgres://pgbouncer/rh', DATABASE_LISTEN_URL: 'db:5432' }, /DATABASE_LISTEN_URL.*postgres:\/\//],
+    ['a listen URL with SQLite', { DATABASE_URL: 'sqlite:/tmp/rh.db', DATABASE_LISTEN_URL: 'postgres://db/rh' }, /DATABASE_LISTEN_URL.*PostgreSQL only/],
+    ['an unknown prepared statements mode', { ROWHOUSE_PREPARED_STATEMENTS: 'true' }, /ROWHOUSE_PREPARED_STATEMENTS.*auto, on, off/],
   ];
   for (const [what, env, message] of bad) {
     it(`rejects ${what} with a ConfigError naming the variable`, () => {

@@ -10,6 +10,7 @@ import type { TableDef } from '../domain/table.ts';
 import type { EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
 import type { PlannerStatistics } from './statistics.ts';
 import type { AggregateSql } from './aggregate-dialect.ts';
+import type { PreparedStatementsMode } from '../config.ts';
 
 export type { ColumnKind } from '../domain/value-codec.ts';
 
@@ -180,4 +181,8 @@ export interface DatabaseOptions {
    * count round trips with it). SQLite's reads mostly bypass the query builder, so it has none.
    */
   onQuery?: (sql: string) => void;
+  /** PostgreSQL: where the LISTEN connection goes (DATABASE_LISTEN_URL); default the database URL. */
+  databaseListenUrl?: string;
+  /** PostgreSQL: named prepared statements (ROWHOUSE_PREPARED_STATEMENTS); default auto. */
+  preparedStatements?: PreparedStatementsMode;
 }

@@ -125,7 +125,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}, o
     ROWHOUSE_PUBLIC_URL: 'http://rowhouse.test',
     ...env,
   });
-  const database = await openDatabase(config.databaseUrl, { onQuery: options.onQuery });
+  const database = await openDatabase(config.databaseUrl, { ...config, onQuery: options.onQuery });
   await migrate(database.db, database.dialect);
   const boot = await bootstrap(database.db, { secret: config.secret, apiKey: config.apiKey });
   const app = await buildApp({

@@ -3,7 +3,8 @@ import type pg from 'pg';
 import type { Db, RowScan } from '../dialect.ts';
 
 /** Every session speaks UTC, the pool's and the cursors' alike: driver.ts's utcTimestamp reads timestamps so. */
-export const IN_UTC = "set time zone 'UTC'";
+const UTC = "time zone 'UTC'";
+export const IN_UTC = `set ${UTC}`;
 
 /** Whether the plan of `query` sorts rows (a full or an incremental sort): no index gives its order. */
 async function sortsRows(db: Db, query: { sql: string; parameters: readonly unknown[] }): Promise<boolean> {
@@ -34,8 +35,8 @@ export class PostgresReads {
     this.cursors.add(client);
     try {
       await client.connect();
-      await client.query(IN_UTC);
-      await client.query('begin read only');
+      // One round trip; the setting, LOCAL, ends with the transaction (a pooler's next client never sees it).
+      await client.query(`begin read only; set local ${UTC}`);
       await client.query(`declare rh_rows no scroll cursor for ${query.sql}`, [...query.parameters]);
       for (;;) {
         const { rows } = await client.query<unknown[]>({ text: `fetch forward ${size} from rh_rows`, rowMode: 'array' });

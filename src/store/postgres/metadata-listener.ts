@@ -14,6 +14,7 @@ import {
   UpdateQueryNode,
 } from 'kysely';
 import type pg from 'pg';
+import { behindPooler } from './pooler.ts';
 
 /**
  * How a PostgreSQL instance knows whether its metadata caches still hold (see MetadataCache):
@@ -26,6 +27,9 @@ const CHANNEL = 'rowhouse_meta';
 export const LISTENER_NAME = 'rowhouse-metadata-listener';
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5000;
+const THROUGH_POOLER =
+  'The metadata listener connects through a connection pooler, where LISTEN can miss notifications (PgBouncer in transaction mode): ' +
+  'the metadata caches stay off, so every request reads keys and tables from the database. Set DATABASE_LISTEN_URL to a direct connection to PostgreSQL.';
 
 /**
  * One LISTEN connection outside the pool, as PostgREST reloads its schema cache. Each notification
@@ -79,6 +83,14 @@ export class MetadataListener {
     });
     try {
       await client.connect();
+      if (await behindPooler(client)) {
+        // Never listening: the caches are bypassed, which is slower but never stale.
+        this.client = undefined;
+        this.closed = true;
+        await client.end().catch(() => {});
+        process.emitWarning(THROUGH_POOLER);
+        return;
+      }
       await client.query(`listen ${CHANNEL}`);
     } catch {
       lost();

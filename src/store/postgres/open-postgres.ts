@@ -20,8 +20,9 @@ export function openPostgres(driver: typeof pg, url: string, options: DatabaseOp
   const pool = new driver.Pool({ connectionString: url, max: 10, maxLifetimeSeconds: 900 });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
-  const prepared = new PreparedStatements();
-  const listener = new MetadataListener(driver, url);
+  const prepared = new PreparedStatements(options.preparedStatements);
+  // LISTEN needs a session of its own, which a pooler in transaction mode does not give: DATABASE_LISTEN_URL may name a direct connection.
+  const listener = new MetadataListener(driver, options.databaseListenUrl ?? url);
   const sessionInUtc = async (connection: DatabaseConnection) => {
     await connection.executeQuery(CompiledQuery.raw(IN_UTC));
   };
