@@ -42,6 +42,8 @@ export class MetadataListener {
   private closed = false;
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
+  /** Channels also listened on over this connection (change-signals.ts), each with what hears it: a payload, or null when listening (re)starts. */
+  private readonly channels = new Map<string, (payload: string | null) => void>();
 
   constructor(
     private readonly driver: typeof pg,
@@ -55,6 +57,13 @@ export class MetadataListener {
       void this.connect();
     }
     return this.listening ? this.version : undefined;
+  }
+
+  /** Also listens on `channel` (a plain identifier) over this connection, from now on; starts listening. */
+  listen(channel: string, heard: (payload: string | null) => void): void {
+    this.channels.set(channel, heard);
+    if (this.listening) this.client?.query(`listen ${channel}`).catch(() => {});
+    this.current();
   }
 
   /** This instance committed a metadata change: its own next request must not see the old state. */
@@ -76,10 +85,11 @@ export class MetadataListener {
     client.on('end', lost);
     client.on('notification', (n) => {
       if (n.channel === CHANNEL) this.version++;
+      else this.channels.get(n.channel)?.(n.payload ?? '');
     });
     try {
       await client.connect();
-      await client.query(`listen ${CHANNEL}`);
+      await client.query([CHANNEL, ...this.channels.keys()].map((c) => `listen ${c}`).join('; '));
     } catch {
       lost();
       return;
@@ -89,6 +99,7 @@ export class MetadataListener {
     this.version++;
     this.listening = true;
     this.failures = 0;
+    for (const heard of this.channels.values()) heard(null);
   }
 
   private reconnectLater(): void {
