@@ -3,6 +3,7 @@ import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import type { TableDef } from '../domain/table.ts';
+import { streamPaths } from './stream-paths.ts';
 
 /**
  * The OpenAPI 3.1 document of one table's row API (CONTRACT §10): every rows route at its concrete
@@ -193,6 +194,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
   const filter = jsonParam('filter', 'Which rows.', ref('Filter'));
   const sort = jsonParam('sort', 'Their order.', ref('Sort'));
   const tag = [label];
+  const streams = streamPaths(t, tag, filter, rowIdParam);
   return {
     openapi: '3.1.0',
     info: { title: `Rowhouse table ${label}: ${table.name}`, version: String(table.version), description: `The row API of table ${label} (id ${table.id}), version ${table.version} of its fields.` },
@@ -343,6 +345,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           responses: { 200: jsonResponse('Changes, and the cursor to pass as `after` next.', ref('ChangePage')), ...errorResponses(400, 401, 404, 410) },
         },
       },
+      ...streams.paths,
       '/api/rows-batch': {
         post: {
           operationId: 'batch',
@@ -372,6 +375,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
       schemas: {
         ...securityParts().components.schemas,
         ...tableSchemas(table),
+        ...streams.schemas,
         BatchOperation: batchOperation(table),
       },
     },
