@@ -35,7 +35,7 @@ export interface StreamDeps {
 const urlParts = (tableId: string, keyId: string, filterText: string | undefined) => ['change-stream', tableId, keyId, filterText ?? ''];
 
 /** Answers the request with the table's stream from the position the query asks for (a 410 when it is older than the log's retention). */
-async function openStream(deps: StreamDeps, request: FastifyRequest, reply: FastifyReply, table: TableDef, keyId: string, q: StreamQuery): Promise<FastifyReply> {
+async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef, keyId: string, q: StreamQuery): Promise<FastifyReply> {
   const db = deps.rows.database.db;
   const purged = await deps.log.purgedThrough(db, table.id);
   if (q.after !== undefined && q.after < purged) throw changesGone(q.after, purged);
@@ -46,7 +46,8 @@ async function openStream(deps: StreamDeps, request: FastifyRequest, reply: Fast
     { tableId: table.id, keyId, filter: q.filter, position },
     { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
   );
-  request.raw.once('close', () => body.destroy());
+  // The client has gone (or the answer is over): the stream stops.
+  raw.once('close', () => body.destroy());
   return reply
     .header('content-type', 'text/event-stream; charset=utf-8')
     .header('cache-control', 'no-store')
@@ -60,7 +61,7 @@ export function changeStreamRoutes(api: FastifyInstance, deps: StreamDeps): void
   api.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes/stream', async (request, reply) => {
     const table = await tableOr404(deps.rows, request.params.table);
     const q = parseStreamQuery(request.query, request.headers['last-event-id'], table);
-    return openStream(deps, request, reply, table, keyOf(request), q);
+    return openStream(deps, reply, table, keyOf(request), q);
   });
 
   api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', async (request) => {
@@ -89,7 +90,7 @@ export function signedChangeStreamRoutes(open: FastifyInstance, deps: StreamDeps
     if (!(await deps.streams.keyUsable(keyId))) throw forbidden('The API key this stream URL was issued for is revoked, expired or deleted');
     const table = await tableOr404(deps.rows, request.params.tableId);
     const q = parseStreamQuery(rest, request.headers['last-event-id'], table);
-    return openStream(deps, request, reply, table, keyId, q);
+    return openStream(deps, reply, table, keyId, q);
   });
 }
 

@@ -26,7 +26,8 @@ import type { Meta } from '../store/meta-schema.ts';
  *   takes nothing for `stallMs` is cut off; it resumes from its last id.
  * - the keys of open streams are looked at every TICK_MS: a key revoked, expired or deleted ends
  *   its streams within a second (on another instance too: the metadata version moves by NOTIFY);
- * - a comment line every `heartbeatMs` of silence; `close()` (server shutdown) ends every stream.
+ * - a comment line every `heartbeatMs` of silence; `close()` (server shutdown) ends every stream, and
+ *   the streams of a table deleted end once they have sent its last changes (found when looking).
  */
 
 /** Changes read at a time. */
@@ -77,6 +78,8 @@ class Stream {
   again = false;
   closed = false;
   waiting = false;
+  /** Its table is gone: the stream ends once it has sent what the log holds (the table's last deletes). */
+  tableGone = false;
   lastWrite = Date.now();
 
   constructor(
@@ -220,6 +223,7 @@ export class ChangeStreams {
           }
         }
       } while (stream.again && !stream.closed);
+      if (stream.tableGone) this.end(stream);
     } catch (err) {
       this.options.warn(`change stream of table ${stream.request.tableId}: ${(err as Error).message}`);
       this.end(stream);
@@ -290,9 +294,22 @@ export class ChangeStreams {
     }
     if (now - this.lastLook >= (this.database.changeSignals.live() ? LOOK_MS.live : LOOK_MS.deaf)) {
       this.lastLook = now;
-      this.wakeAll();
+      this.look().catch((err) => this.options.warn(`change streams, looking at their tables: ${(err as Error).message}`));
     }
     this.checkKeys(now).catch((err) => this.options.warn(`change streams, checking keys: ${(err as Error).message}`));
+  }
+
+  /** Every stream looks in the log; those of a table deleted end once they have sent its last changes. */
+  private async look(): Promise<void> {
+    const ids = [...this.byTable.keys()];
+    if (ids.length === 0) return;
+    const rows = await this.database.db.selectFrom('rh_tables').select('id').where('id', 'in', ids).execute();
+    const existing = new Set(rows.map((r) => r.id as string));
+    for (const id of ids) {
+      if (existing.has(id)) continue;
+      for (const s of this.byTable.get(id) ?? []) s.tableGone = true;
+    }
+    this.wakeAll();
   }
 
   private checking = false;

@@ -336,6 +336,20 @@ eachDatabase('change stream', (kind) => {
     expectError(await t.post('/api/tables/nowhere/changes/stream-url', {}), 404);
   });
 
+  it('a table deleted: its streams send the deletes of its rows, then end', async () => {
+    await makeTable('doomed');
+    assert.equal((await t.post('/api/tables/doomed/rows-bulk', { data: [{ id: 'x', values: {} }, { id: 'y', values: {} }] })).status, 201);
+    const c = await stream('doomed');
+    await c.until(() => c.comments.includes('open'), 2000, 'open');
+    assert.equal((await t.delete('/api/tables/doomed')).status, 200);
+    await c.until(() => c.events.length === 2, 2000, 'the deletes');
+    assert.deepEqual(c.changes().map((ch) => `${ch.type} ${ch.rowId}`), ['delete x', 'delete y']);
+    // Found gone at the next look at the streams' tables (every 5 s).
+    await Promise.race([c.ended, sleep(7000)]);
+    assert.ok(c.endedAt !== undefined, 'the stream ended');
+    assert.equal((await stream('doomed')).status, 404);
+  });
+
   it('a shutdown ends every stream at once', async () => {
     await makeTable('closing');
     const streams = [await stream('closing'), await stream('closing', '?after=0')];
