@@ -17,8 +17,9 @@ import type { Meta } from '../store/meta-schema.ts';
  * to look:
  *
  * - woken when this instance commits entries of a table (ChangeLog.committed), and when another
- *   instance says it did (Database.changeSignals: PostgreSQL's NOTIFY); and every LOOK_MS anyway
- *   (more often while the signals from other instances are not heard), so a lost signal costs time;
+ *   instance says it did (Database.changeSignals: PostgreSQL's NOTIFY); and every second anyway
+ *   (twice a second while the signals from other instances are not heard), so a lost signal costs
+ *   at most that;
  * - streams of a table at the same position share one read (`reads`): a thousand streams of a
  *   table woken by one commit make one query, and each change's event text is made once;
  * - a stream writes no more while its client has not taken what it was sent (`write` false): the
@@ -34,8 +35,12 @@ import type { Meta } from '../store/meta-schema.ts';
 const BATCH = 100;
 /** How often keys, heartbeats and the looks below are seen to. */
 const TICK_MS = 250;
-/** How often every table with streams is looked at anyway, while other instances' signals are heard, and while they are not. */
-const LOOK_MS = { live: 5000, deaf: 500 };
+/**
+ * How often every table with streams is looked at anyway, while other instances' signals are heard,
+ * and while they are not. Also for what no commit announces: on PostgreSQL a write that took numbers
+ * and failed (a unique violation) held readers below them until it ended, and its end wakes no one.
+ */
+const LOOK_MS = { live: 1000, deaf: 500 };
 
 export interface ChangeStreamOptions {
   /** Silence after which a comment line is sent (CONTRACT §14: at least every 15 s). */
@@ -101,7 +106,8 @@ interface KeyState {
 
 export class ChangeStreams {
   private readonly byTable = new Map<string, Set<Stream>>();
-  private readonly reads = new Map<string, Promise<Entry[]>>();
+  /** Reads under way, by table and position. */
+  private readonly reads = new Map<string, Map<number, Promise<Entry[]>>>();
   private readonly keys = new Map<string, KeyState | null>();
   private keysVersion: number | undefined;
   private ticker: NodeJS.Timeout | undefined;
@@ -186,6 +192,8 @@ export class ChangeStreams {
   }
 
   private wake(tableId: string): void {
+    // A read under way may have begun before what woke the streams: those woken read anew.
+    this.reads.delete(tableId);
     const streams = this.byTable.get(tableId);
     if (streams) for (const s of streams) void this.pump(s);
   }
@@ -254,14 +262,19 @@ export class ChangeStreams {
 
   /** The table's entries after `after`: one read shared by the streams at that position. */
   private read(tableId: string, after: number): Promise<Entry[]> {
-    const key = `${tableId}\n${after}`;
-    let reading = this.reads.get(key);
+    let table = this.reads.get(tableId);
+    if (!table) this.reads.set(tableId, (table = new Map()));
+    let reading = table.get(after);
     if (!reading) {
+      const reads = table;
       reading = this.log
         .read(this.database.db, tableId, after, BATCH)
         .then((changes) => changes.map((change) => ({ sequence: Number(change.sequence), change, frame: `id: ${Number(change.sequence)}\nevent: change\ndata: ${changeJson(change)}\n\n` })))
-        .finally(() => this.reads.delete(key));
-      this.reads.set(key, reading);
+        .finally(() => {
+          reads.delete(after);
+          if (reads.size === 0 && this.reads.get(tableId) === reads) this.reads.delete(tableId);
+        });
+      table.set(after, reading);
     }
     return reading;
   }

@@ -100,14 +100,18 @@ eachDatabase('change streams on served instances', (kind) => {
     // Latency across instances: written through A, seen on B.
     const onB = await streamOf(b, 'both');
     await onB.until(() => onB.comments.includes('open'), 5000, 'open');
-    for (let i = 0; i < 5; i++) {
+    const latencies: number[] = [];
+    for (let i = 0; i < 7; i++) {
       const wrote = Date.now();
       await call(a, 'POST', '/api/tables/both/rows', { values: { n: -i } });
       await onB.until(() => onB.events.length === i + 1, 1000, `change ${i} through A on B within a second`);
-      assert.ok(Date.now() - wrote <= 1000);
+      latencies.push(Date.now() - wrote);
       await sleep(100 + Math.random() * 300);
     }
     onB.close();
+    // Woken by A's NOTIFY, not by B's own look at the log every second (half a second on average).
+    latencies.sort((x, y) => x - y);
+    assert.ok(latencies[3] <= 250, `median ${latencies[3]} ms (${latencies.join(', ')})`);
 
     const start0 = (await feed(a, 'both', 0)).at(-1)?.sequence as number;
     const seen: Change[] = [];
