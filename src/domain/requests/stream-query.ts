@@ -29,7 +29,8 @@ export function parseStreamQuery(query: Record<string, unknown>, lastEventId: st
   const params = readQuery(query, STREAM_PARAMS, details);
   const afterParam = params.after === undefined ? undefined : intParam('after', params.after, 0, Number.MAX_SAFE_INTEGER, 0, details);
   let after = afterParam;
-  if (lastEventId !== undefined) {
+  // An empty one is no id (an EventSource sends none then).
+  if (lastEventId !== undefined && lastEventId !== '') {
     if (typeof lastEventId !== 'string') details.push({ path: 'Last-Event-ID', message: 'must be given once' });
     else after = intParam('Last-Event-ID', lastEventId.trim(), 0, Number.MAX_SAFE_INTEGER, 0, details);
   }
