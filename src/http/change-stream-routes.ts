@@ -4,6 +4,7 @@ import { ServiceError } from '../domain/errors.ts';
 import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
+import { planChangeStream } from '../plan/change-plans.ts';
 import type { ChangeStreams } from '../stream/change-streams.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { tableOr404 } from '../store/execute.ts';
@@ -39,11 +40,11 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   const db = deps.rows.database.db;
   const purged = await deps.log.purgedThrough(db, table.id);
   if (q.after !== undefined && q.after < purged) throw changesGone(q.after, purged);
-  const position = q.after ?? (await deps.log.startingPoint(db, table.id));
+  const plan = planChangeStream(table, q, keyId, q.after ?? (await deps.log.startingPoint(db, table.id)));
   const body = new PassThrough();
   const raw = reply.raw;
   deps.streams.open(
-    { tableId: table.id, keyId, filter: q.filter, position },
+    plan,
     { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
   );
   // The client has gone (or the answer is over): the stream stops.

@@ -3,7 +3,8 @@ import { notFound } from '../domain/errors.ts';
 import { nextHistoryQuery, parseHistoryQuery } from '../domain/requests/history-query.ts';
 import { changeJson } from '../render/change-json.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
-import { rowEntriesBefore } from '../store/change-history.ts';
+import { historyPage } from '../store/change-history.ts';
+import { planRowHistory } from '../plan/change-plans.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { tableOr404 } from '../store/execute.ts';
 import type { RowsDeps } from './rows-routes.ts';
@@ -20,9 +21,8 @@ export function historyRoutes(api: FastifyInstance, deps: RowsDeps, log: ChangeL
     const q = parseHistoryQuery(request.query, table.id, rowId, deps.secret);
     const db = deps.database.db;
     // Only what a reader of the feed may pass: on PostgreSQL no entry still to commit lies below.
-    const through = await log.readableThrough(db, table.id);
-    const before = Math.min(q.before ?? Number.MAX_SAFE_INTEGER, through + 1);
-    const entries = await rowEntriesBefore(db, table.id, rowId, before, q.pageSize + 1);
+    const plan = planRowHistory(table, rowId, q, await log.readableThrough(db, table.id));
+    const entries = await historyPage(db, plan);
     if (entries.length === 0 && q.before === null) throw notFound(`row ${rowId} has no changes kept in table ${request.params.table}`);
     const page = entries.slice(0, q.pageSize);
     let nextUrl: string | null = null;

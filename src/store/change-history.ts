@@ -1,5 +1,6 @@
 import { readRows } from './database.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
+import type { RowHistoryPlan } from '../plan/change-plans.ts';
 
 /**
  * A row's entries in the change log, newest first (issue 31: a row's history, and a change
@@ -17,4 +18,9 @@ export async function rowEntriesBefore(db: MetaDb, tableId: string, rowId: strin
     .limit(limit)
     .compile();
   return (await readRows(db, query)) as Meta['rh_changes'][];
+}
+
+/** A page of a row's history (one more entry than the page: whether another page follows). */
+export function historyPage(db: MetaDb, plan: RowHistoryPlan): Promise<Meta['rh_changes'][]> {
+  return rowEntriesBefore(db, plan.tableId, plan.rowId, plan.before, plan.pageSize + 1);
 }

@@ -1,5 +1,6 @@
 import type { PassThrough } from 'node:stream';
 import type { RowFilter } from '../domain/row-filter.ts';
+import type { ChangeStreamPlan } from '../plan/change-plans.ts';
 import { matchesRowFilter } from '../domain/row-filter-match.ts';
 import type { RowRecord } from '../domain/row.ts';
 import { changeJson } from '../render/change-json.ts';
@@ -69,15 +70,6 @@ export interface StreamOutput {
   abort(): void;
 }
 
-export interface StreamRequest {
-  tableId: string;
-  /** The API key the stream reads as: it ends when the key is revoked, expires or is deleted. */
-  keyId: string;
-  filter: RowFilter | null;
-  /** The last sequence the client has. */
-  position: number;
-}
-
 class Stream {
   pumping = false;
   again = false;
@@ -88,7 +80,7 @@ class Stream {
   lastWrite = Date.now();
 
   constructor(
-    readonly request: StreamRequest,
+    readonly plan: ChangeStreamPlan,
     readonly out: StreamOutput,
     public position: number,
   ) {}
@@ -142,15 +134,15 @@ export class ChangeStreams {
     return { open, mostBuffered };
   }
 
-  /** Starts a stream: its first lines, then the changes after `request.position`. */
-  open(request: StreamRequest, out: StreamOutput): void {
-    const stream = new Stream(request, out, request.position);
+  /** Starts a stream: its first lines, then the changes after `plan.position`. */
+  open(plan: ChangeStreamPlan, out: StreamOutput): void {
+    const stream = new Stream(plan, out, plan.position);
     if (this.closing) {
       out.body.end();
       return;
     }
-    let streams = this.byTable.get(request.tableId);
-    if (!streams) this.byTable.set(request.tableId, (streams = new Set()));
+    let streams = this.byTable.get(plan.tableId);
+    if (!streams) this.byTable.set(plan.tableId, (streams = new Set()));
     streams.add(stream);
     out.body.once('close', () => this.forget(stream));
     // A browser's EventSource waits 1 s before it reconnects; the comment sends the headers at once.
@@ -180,10 +172,10 @@ export class ChangeStreams {
 
   private forget(stream: Stream): void {
     stream.closed = true;
-    const streams = this.byTable.get(stream.request.tableId);
+    const streams = this.byTable.get(stream.plan.tableId);
     if (!streams) return;
     streams.delete(stream);
-    if (streams.size === 0) this.byTable.delete(stream.request.tableId);
+    if (streams.size === 0) this.byTable.delete(stream.plan.tableId);
     if (this.byTable.size === 0 && this.ticker) {
       clearInterval(this.ticker);
       this.ticker = undefined;
@@ -213,17 +205,17 @@ export class ChangeStreams {
       do {
         stream.again = false;
         for (;;) {
-          const entries = await this.read(stream.request.tableId, stream.position);
+          const entries = await this.read(stream.plan.tableId, stream.position);
           if (stream.closed || entries.length === 0) break;
           // A gap: numbers a failed transaction took, or entries retention deleted under a slow
           // client. Then what it missed is gone: the stream ends, and the client's reconnect hears 410.
-          if (entries[0].sequence > stream.position + 1 && stream.position < (await this.log.purgedThrough(this.database.db, stream.request.tableId))) {
+          if (entries[0].sequence > stream.position + 1 && stream.position < (await this.log.purgedThrough(this.database.db, stream.plan.tableId))) {
             this.end(stream);
             return;
           }
           for (const entry of entries) {
             if (stream.closed) return;
-            if ((await this.keeps(stream.request.filter, entry)) && !stream.write(entry.frame) && !(await this.drained(stream))) {
+            if ((await this.keeps(stream.plan.filter, entry)) && !stream.write(entry.frame) && !(await this.drained(stream))) {
               this.end(stream, true);
               return;
             }
@@ -233,7 +225,7 @@ export class ChangeStreams {
       } while (stream.again && !stream.closed);
       if (stream.tableGone) this.end(stream);
     } catch (err) {
-      this.options.warn(`change stream of table ${stream.request.tableId}: ${(err as Error).message}`);
+      this.options.warn(`change stream of table ${stream.plan.tableId}: ${(err as Error).message}`);
       this.end(stream);
     } finally {
       stream.pumping = false;
@@ -333,7 +325,7 @@ export class ChangeStreams {
     this.checking = true;
     try {
       const wanted = new Set<string>();
-      for (const streams of this.byTable.values()) for (const s of streams) wanted.add(s.request.keyId);
+      for (const streams of this.byTable.values()) for (const s of streams) wanted.add(s.plan.keyId);
       const version = this.database.metadataVersion();
       const stale = version === undefined || version !== this.keysVersion;
       const load = stale ? [...wanted] : [...wanted].filter((id) => !this.keys.has(id));
@@ -345,7 +337,7 @@ export class ChangeStreams {
       }
       for (const streams of [...this.byTable.values()]) {
         for (const s of [...streams]) {
-          const key = this.keys.get(s.request.keyId);
+          const key = this.keys.get(s.plan.keyId);
           if (key !== undefined && !usable(key, now)) this.end(s);
         }
       }
