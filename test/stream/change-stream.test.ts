@@ -118,7 +118,7 @@ eachDatabase('change stream', (kind) => {
         assert.ok(reconnects < 2000, 'the reader finishes');
       }
     })();
-    // All 100 under way at once, starting over a second, so that they commit while the reader comes and goes.
+    // All 100 under way at once, starting over two seconds, so that they commit while the reader comes and goes.
     for (let i = 0; i < 100; i++) {
       const k = i % 10;
       const write = () => {
@@ -126,7 +126,7 @@ eachDatabase('change stream', (kind) => {
         if (k < 9) return t.patch(`/api/tables/busy/rows/s${i % 20}`, { values: { n: 1000 + i } });
         return t.delete(`/api/tables/busy/rows/s${20 + (i - 9) / 10}`);
       };
-      writes.push(sleep(Math.random() * 1000).then(write));
+      writes.push(sleep(Math.random() * 2000).then(write));
     }
     const answers = (await Promise.all(writes)) as { status: number }[];
     assert.ok(answers.every((a) => a.status < 300), 'every write committed');

@@ -138,7 +138,7 @@ eachDatabase('change streams on served instances', (kind) => {
     for (let i = 0; i < 100; i++) {
       const via = i % 2 === 0 ? a : b;
       const write = () => (i % 5 === 4 ? call(via, 'PATCH', `/api/tables/both/rows/s${i % 20}`, { values: { n: 1000 + i } }) : call(via, 'POST', '/api/tables/both/rows', { values: { n: i } }));
-      writes.push(sleep(Math.random() * 1000).then(write));
+      writes.push(sleep(Math.random() * 2000).then(write));
     }
     await Promise.all(writes);
     done = true;
@@ -147,7 +147,7 @@ eachDatabase('change streams on served instances', (kind) => {
     assert.equal(expected.length, 100);
     assert.deepEqual(seen.map((c) => c.sequence), expected.map((c) => c.sequence), 'every sequence once, in order');
     assert.deepEqual(seen, expected);
-    assert.ok(reconnects >= 5, `reconnected ${reconnects} times`);
+    assert.ok(reconnects >= 3, `reconnected ${reconnects} times`);
     assert.deepEqual([...complaints(a), ...complaints(b)], []);
   });
 });

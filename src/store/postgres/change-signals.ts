@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
-import type { ChangeSignals, Db } from '../dialect.ts';
+import type { ChangeSignals } from '../dialect.ts';
 import type { MetadataListener } from './metadata-listener.ts';
 
 /** The channel instances announce their change log commits on: `<instance>:<table id>`. */
@@ -14,7 +13,8 @@ const MIN_GAP_MS = 50;
 
 /**
  * PostgreSQL's word between instances about the change log (dialect.ts ChangeSignals): NOTIFY
- * through the pool after a commit, heard on the metadata listener's LISTEN connection. A listener
+ * after a commit, sent and heard on the metadata listener's LISTEN connection (off the pool: no
+ * request waits for it or counts it among its statements). A listener
  * reads the log itself, so a lost announcement (a NOTIFY that failed, a listener reconnecting)
  * costs only time: the change streams also look on their own (stream/change-streams.ts).
  */
@@ -28,10 +28,7 @@ export class PostgresChangeSignals implements ChangeSignals {
   private closed = false;
   private readonly flights = new Set<Promise<void>>();
 
-  constructor(
-    private readonly db: Db,
-    private readonly listener: MetadataListener,
-  ) {}
+  constructor(private readonly listener: MetadataListener) {}
 
   announce(tableId: string): void {
     if (this.closed) return;
@@ -53,7 +50,7 @@ export class PostgresChangeSignals implements ChangeSignals {
     do {
       state.again = false;
       try {
-        await sql`select pg_notify(${CHANNEL}, ${`${this.self}:${tableId}`})`.execute(this.db);
+        await this.listener.notify(CHANNEL, `${this.self}:${tableId}`);
       } catch {
         // The listeners look on their own as well; a database that is going away ends the loop.
         return;

@@ -66,6 +66,14 @@ export class MetadataListener {
     this.current();
   }
 
+  /**
+   * Sends a notification on `channel` over this connection (off the pool and the requests' path);
+   * nothing while not listening (a listener is then looking on its own: change-signals.ts).
+   */
+  async notify(channel: string, payload: string): Promise<void> {
+    if (this.listening) await this.client?.query('select pg_notify($1, $2)', [channel, payload]);
+  }
+
   /** This instance committed a metadata change: its own next request must not see the old state. */
   changed(): void {
     this.version++;

@@ -32,7 +32,7 @@ export function openPostgres(driver: typeof pg, url: string, options: DatabaseOp
   const statistics = postgresStatistics(db, warnBackground('planner statistics'));
   const reads = new PostgresReads(driver, url, db);
   const prepare = (text: string) => prepared.mark(text);
-  const changeSignals = new PostgresChangeSignals(db, listener);
+  const changeSignals = new PostgresChangeSignals(listener);
   return {
     db,
     dialect: postgresDialect,
