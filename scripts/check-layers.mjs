@@ -26,6 +26,7 @@ const LAYERS = {
   export: 3,
   import: 3,
   openapi: 3,
+  stream: 3,
   http: 4,
   'app.ts': 5,
   'server.ts': 5,

@@ -26,6 +26,8 @@ import { RowStore } from './store/rows.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 import { ChangeLog } from './store/change-log.ts';
 import { recordJson } from './render/row-json.ts';
+import { ChangeStreams } from './stream/change-streams.ts';
+import { signedChangeStreamRoutes } from './http/change-stream-routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -35,6 +37,8 @@ declare module 'fastify' {
     changes: ChangeLog | null;
     /** The webhook delivery worker: started by server.ts (and by tests that want deliveries). */
     webhooks: WebhookWorker;
+    /** The change streams open on this instance (null with the change log off), for tests. */
+    changeStreams: ChangeStreams | null;
   }
 }
 
@@ -51,6 +55,8 @@ export interface AppDeps {
   files?: Files;
   /** The webhook worker's longest sleep between looks at the queue (tests shorten it); default 1 s. */
   webhookPollMs?: number;
+  /** Change streams: the silence before a comment line (default 10 s), and how long a client may take nothing before it is cut off (default 30 s). */
+  stream?: { heartbeatMs?: number; stallMs?: number };
 }
 
 /** The whole HTTP service: auth, the one error format, and every route. */
@@ -124,7 +130,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('changes', changes ?? null);
   const rowStore = new RowStore(database, files, changes);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
+  const streams = changes
+    ? new ChangeStreams(database, changes, { heartbeatMs: deps.stream?.heartbeatMs ?? 10_000, stallMs: deps.stream?.stallMs ?? 30_000, warn: (message) => app.log.warn(message) })
+    : undefined;
+  app.decorate('changeStreams', streams ?? null);
+  // A shutdown ends the streams at once: they would hold it up until its bound.
+  if (streams) {
+    app.addHook('preClose', (done) => {
+      streams.close();
+      done();
+    });
+  }
   app.register(publicPlugin({ database, files, resources, publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes }));
+  if (changes && streams) app.register(async (open) => signedChangeStreamRoutes(open, { rows, log: changes, streams }));
   app.register(
     apiPlugin({
       rows,
@@ -133,6 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       deliveries: resources.find((r) => r.spec === flowDeliveries) as ResourceStore,
       webhooks,
       changes,
+      streams,
       maxFileBytes: config.maxFileBytes,
     }),
   );

@@ -21,9 +21,29 @@ export interface FileUrlTarget {
 /** How long every URL is valid (the specification's "1 hour"). */
 export const URL_LIFETIME_SECONDS = 3600;
 
+/**
+ * The signature of a signed URL: an HMAC-SHA256 with the instance secret over what the URL grants
+ * (its purpose first, so a URL for one purpose serves no other) and its expiry. Also signs the
+ * change streams' URLs (http/change-stream-routes.ts).
+ */
+export function urlSignature(secret: string, parts: readonly string[], expires: number): string {
+  return createHmac('sha256', secret).update([...parts, String(expires)].join('\n')).digest('base64url');
+}
+
+/** Why a signed URL's `expires` and `signature` do not admit it ('expired' or 'invalid'), or null when they do. */
+export function checkUrlSignature(secret: string, parts: readonly string[], query: Record<string, unknown>, nowSeconds: number): 'invalid' | 'expired' | null {
+  const { expires, signature: given } = query;
+  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof given !== 'string') return 'invalid';
+  const expected = Buffer.from(urlSignature(secret, parts, Number(expires)));
+  const actual = Buffer.from(given);
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return 'invalid';
+  return Number(expires) < nowSeconds ? 'expired' : null;
+}
+
+const fileParts = (purpose: UrlPurpose, t: FileUrlTarget) => [purpose, t.tableId, t.rowId, t.fileId, t.name ?? ''];
+
 function signature(secret: string, purpose: UrlPurpose, t: FileUrlTarget, expires: number): string {
-  const payload = [purpose, t.tableId, t.rowId, t.fileId, t.name ?? '', String(expires)].join('\n');
-  return createHmac('sha256', secret).update(payload).digest('base64url');
+  return urlSignature(secret, fileParts(purpose, t), expires);
 }
 
 /** The path and query of a signed URL valid until `expires` (unix seconds). */
@@ -35,10 +55,5 @@ export function signedPath(secret: string, purpose: UrlPurpose, t: FileUrlTarget
 
 /** Why a URL's query does not admit the request ('expired' or 'invalid'), or null when it does. */
 export function checkSignature(secret: string, purpose: UrlPurpose, t: FileUrlTarget, query: Record<string, unknown>, nowSeconds: number): 'invalid' | 'expired' | null {
-  const { expires, signature: given } = query;
-  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof given !== 'string') return 'invalid';
-  const expected = Buffer.from(signature(secret, purpose, t, Number(expires)));
-  const actual = Buffer.from(given);
-  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return 'invalid';
-  return Number(expires) < nowSeconds ? 'expired' : null;
+  return checkUrlSignature(secret, fileParts(purpose, t), query, nowSeconds);
 }

@@ -9,6 +9,9 @@ import { installAuth } from './auth.ts';
 import { installJsonBodies } from './json-body.ts';
 import { bulkRoutes } from './bulk-routes.ts';
 import { changesRoutes } from './changes-routes.ts';
+import { changeStreamRoutes } from './change-stream-routes.ts';
+import { historyRoutes } from './history-routes.ts';
+import type { ChangeStreams } from '../stream/change-streams.ts';
 import { exportRoutes } from './export-routes.ts';
 import { fileRoutes } from './file-routes.ts';
 import { flowDeliveryRoutes } from './flow-delivery-routes.ts';
@@ -27,6 +30,8 @@ export interface ApiDeps {
   webhooks: WebhookWorker;
   /** Undefined when the change log is turned off: no feed routes. */
   changes: ChangeLog | undefined;
+  /** The change streams (with the change log). */
+  streams: ChangeStreams | undefined;
   maxFileBytes: number;
 }
 
@@ -65,5 +70,9 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     openapiRoutes(api, deps.rows);
     importRoutes(api, deps.rows, deps.maxFileBytes);
     if (deps.changes) changesRoutes(api, deps.rows, deps.changes);
+    if (deps.changes && deps.streams) {
+      changeStreamRoutes(api, { rows: deps.rows, log: deps.changes, streams: deps.streams });
+      historyRoutes(api, deps.rows, deps.changes);
+    }
   };
 }

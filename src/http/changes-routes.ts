@@ -32,9 +32,7 @@ export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeL
     const q = feedQuery(request.query);
     const db = deps.database.db;
     const purged = await log.purgedThrough(db, table.id);
-    if (q.after !== undefined && q.after < purged) {
-      throw new ServiceError('changes_gone', `Changes after ${q.after} are no longer kept (ROWHOUSE_CHANGES_RETENTION_SECONDS); the oldest kept come after ${purged}. Read the table again, then follow the feed from there.`);
-    }
+    if (q.after !== undefined && q.after < purged) throw changesGone(q.after, purged);
     const after = q.after ?? purged;
     let changes = await log.read(db, table.id, after, q.limit);
     if (changes.length === 0 && q.wait > 0 && !closing) {
@@ -62,6 +60,11 @@ export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeL
     const nextCursor = changes.length > 0 ? Number(changes[changes.length - 1].sequence) : after;
     return reply.type(JSON_TYPE).send(`{"data":[${changes.map(changeJson).join(',')}],"nextCursor":${nextCursor}}`);
   });
+}
+
+/** A cursor (the feed's or a stream's) older than the changes kept: 410. */
+export function changesGone(after: number, purged: number): ServiceError {
+  return new ServiceError('changes_gone', `Changes after ${after} are no longer kept (ROWHOUSE_CHANGES_RETENTION_SECONDS); the oldest kept come after ${purged}. Read the table again, then follow the feed from there.`);
 }
 
 /** Resolves when a commit adds entries of the table, or when `signal` aborts. */

@@ -7,6 +7,7 @@ import { type AttrSpec, type ResourceSpec, SYSTEM_ATTRS } from '../store/resourc
 import { MAX_MANY, bodySchema } from '../domain/requests/resource-bodies.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import { jsonParam, tableDocument } from './table-document.ts';
+import { signedStreamPaths } from './stream-paths.ts';
 import type { TableDef } from '../domain/table.ts';
 import { CompiledTable } from '../domain/compiled-table.ts';
 
@@ -397,6 +398,7 @@ export function serviceDocument(resources: readonly DocumentedResource[], public
     merge(schemas, resourceSchemas(resource), 'schema');
   }
   merge(paths, rows.paths, 'path');
+  merge(paths, signedStreamPaths(jsonParam('filter', 'Which rows.', ref('Filter'))), 'path');
   merge(schemas, rows.schemas, 'schema');
   merge(
     schemas,

@@ -4,6 +4,7 @@ import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import type { TableDef } from '../domain/table.ts';
 import { aggregatePath, aggregateSchemas } from './aggregate-document.ts';
+import { streamPaths } from './stream-paths.ts';
 
 /**
  * The OpenAPI 3.1 document of one table's row API (CONTRACT §10): every rows route at its concrete
@@ -194,6 +195,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
   const filter = jsonParam('filter', 'Which rows.', ref('Filter'));
   const sort = jsonParam('sort', 'Their order.', ref('Sort'));
   const tag = [label];
+  const streams = streamPaths(t, tag, filter, rowIdParam);
   return {
     openapi: '3.1.0',
     info: { title: `Rowhouse table ${label}: ${table.name}`, version: String(table.version), description: `The row API of table ${label} (id ${table.id}), version ${table.version} of its fields.` },
@@ -345,6 +347,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           responses: { 200: jsonResponse('Changes, and the cursor to pass as `after` next.', ref('ChangePage')), ...errorResponses(400, 401, 404, 410) },
         },
       },
+      ...streams.paths,
       '/api/rows-batch': {
         post: {
           operationId: 'batch',
@@ -375,6 +378,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
         ...securityParts().components.schemas,
         ...tableSchemas(table),
         ...aggregateSchemas(table),
+        ...streams.schemas,
         BatchOperation: batchOperation(table),
       },
     },

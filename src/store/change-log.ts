@@ -209,6 +209,20 @@ export class ChangeLog implements EntryMaker {
     return entriesAfter(db, tableId, after, await this.numbering.readableThrough(db, tableId), limit);
   }
 
+  /**
+   * Where a reader that wants only what commits from now on starts (a change stream opened without
+   * a cursor): the last number it may pass, no higher than the last entry kept, so that an entry
+   * still to commit below the last one is not passed over.
+   */
+  async startingPoint(db: MetaDb, tableId: string): Promise<number> {
+    return Math.min(await lastNumber(db, tableId), await this.numbering.readableThrough(db, tableId));
+  }
+
+  /** The last number of the table's entries a reader may pass now (PostgreSQL: below every entry still to commit). */
+  readableThrough(db: MetaDb, tableId: string): Promise<number> {
+    return this.numbering.readableThrough(db, tableId);
+  }
+
   /** The last number retention has deleted of a table's entries (0 when none). */
   async purgedThrough(db: MetaDb, tableId: string): Promise<number> {
     const query = db.selectFrom('rh_change_counters').select('purgedThrough').where('tableId', '=', tableId).compile();
@@ -241,7 +255,7 @@ export class ChangeLog implements EntryMaker {
       const oldest = await first(tableId, (await this.purgedThrough(db, tableId)) + 1);
       if (!oldest || Number(oldest.old) !== 1) continue;
       // Up to the last entry a reader may pass: one still to commit below it must not be left behind purgedThrough.
-      const last = Math.min(await lastNumber(db, tableId), await this.numbering.readableThrough(db, tableId));
+      const last = await this.startingPoint(db, tableId);
       // The last old entry lies in [lo, hi): lo is old, hi is young (or past the last).
       let lo = Number(oldest.sequence);
       let hi = last + 1;

@@ -142,6 +142,8 @@ export interface Database {
   statistics: PlannerStatistics;
   /** The change log's statements on this database (ChangeLog). */
   changeNumbering: ChangeNumbering;
+  /** How instances tell one another that a table's change log grew (the change streams wake on it). */
+  changeSignals: ChangeSignals;
   /** Cheap round trip used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -173,6 +175,24 @@ export interface Database {
    * for every statement). For single-row statements by id only.
    */
   prepare(sql: string): void;
+}
+
+/**
+ * Word between instances that a table's change log grew: each instance announces its commits and
+ * hears the others' (PostgreSQL: NOTIFY on the metadata listener's connection,
+ * postgres/change-signals.ts). SQLite serves one instance: there is no one to tell or hear.
+ * A signal carries no change: a listener reads the log itself.
+ */
+export interface ChangeSignals {
+  /** This instance committed entries of the table: tell the others (sent soon, coalesced). */
+  announce(tableId: string): void;
+  /**
+   * Calls `heard` with a table id when another instance announces it, and with null when any table
+   * may have changed unheard (listening began or began again). Answers what stops it.
+   */
+  listen(heard: (tableId: string | null) => void): () => void;
+  /** Whether other instances' announcements reach this one now (false: look in the log more often). */
+  live(): boolean;
 }
 
 export interface DatabaseOptions {

@@ -311,9 +311,21 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 18,
+    name: 'change log by row',
+    async up(db) {
+      // store/change-history.ts: a row's history, newest first, and a change stream's filter
+      // finding a row's state before an update or delete (its entry before), without a scan of the
+      // table's log. docs/decisions.md "Change streams and row history".
+      await db.schema.createIndex('rh_changes_row').on('rh_changes').columns(['tableId', 'rowId', 'sequence']).execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
+/** Every migration's version, in order (a branch may leave a gap for another's numbers). */
+export const MIGRATION_VERSIONS = migrations.map((m) => m.version);
 
 /** Applies every pending migration; safe to run from several instances at once. */
 export async function migrate(db: MetaDb, dialect: Dialect): Promise<number[]> {

@@ -60,7 +60,7 @@ eachDatabase('openapi: the service’s document and /docs', (kind) => {
       }
     }
     assert.deepEqual(open.sort(), [
-      'get /docs', 'get /files/{tableId}/{rowId}/{fileId}', 'get /healthz', 'get /openapi.json', 'get /readyz', 'put /files/{tableId}/{rowId}/{fileId}',
+      'get /docs', 'get /files/{tableId}/{rowId}/{fileId}', 'get /healthz', 'get /openapi.json', 'get /readyz', 'get /streams/tables/{tableId}/changes', 'put /files/{tableId}/{rowId}/{fileId}',
     ]);
   });
 

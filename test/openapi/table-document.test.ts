@@ -41,7 +41,7 @@ eachDatabase('openapi: a table’s document', (kind) => {
 
   it('describes every rows route, and real answers conform to it, errors included', async () => {
     const p = `/api/tables/${tableId}`;
-    assert.deepEqual(Object.keys(doc.paths).sort(), [`${p}/rows`, `${p}/rows-aggregate`, `${p}/rows/{rowId}`, `${p}/rows/{rowId}/file-upload-url`, `${p}/rows-bulk`, `${p}/rows-export`, `${p}/rows-import`, `${p}/changes`, '/api/rows-batch'].sort());
+    assert.deepEqual(Object.keys(doc.paths).sort(), [`${p}/rows`, `${p}/rows-aggregate`, `${p}/rows/{rowId}`, `${p}/rows/{rowId}/file-upload-url`, `${p}/rows-bulk`, `${p}/rows-export`, `${p}/rows-import`, `${p}/changes`, `${p}/changes/stream`, `${p}/changes/stream-url`, `${p}/rows/{rowId}/history`, '/api/rows-batch'].sort());
     const full = {
       title: 'Invoice 1', amount: 12.5, paid: false, at: '2024-05-01T09:30:00+09:00', day: '2024-02-29', clock: '23:59:59',
       month: '2024-12', status: 'paid', meta: { a: [1, 'x'] }, tags: ['x', 2],

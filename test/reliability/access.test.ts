@@ -32,6 +32,7 @@ const PUBLIC: Record<string, string> = {
   'GET /docs/favicon-32x32.png': "the reference page's files, from the swagger-ui-dist package",
   'PUT /files/:tableId/:rowId/:fileId': 'signed upload URL (CONTRACT §8): its HMAC signature and expiry are the credential; altered or expired answers 403',
   'GET /files/:tableId/:rowId/:fileId': 'signed download URL (CONTRACT §8): its HMAC signature and expiry are the credential; altered or expired answers 403',
+  'GET /streams/tables/:tableId/changes': 'signed change stream URL (issue 31, for EventSource, which cannot send a key): its HMAC signature and expiry are the credential, and the key it was issued for must still be valid; else 403',
 };
 /** HEAD answers what GET answers (Fastify adds one for each GET route). */
 const publicReason = (route: string) => PUBLIC[route.replace(/^HEAD /, 'GET ')];

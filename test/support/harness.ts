@@ -113,6 +113,8 @@ export interface AppOptions {
   webhookPollMs?: number;
   /** The service's log, at ROWHOUSE_LOG_LEVEL (default info), goes here; without it the app logs nothing. */
   logStream?: NodeJS.WritableStream;
+  /** Change streams' heartbeat and stall times (buildApp's stream). */
+  stream?: { heartbeatMs?: number; stallMs?: number };
 }
 
 /** The real app over a scratch database, driven through Fastify's inject. */
@@ -134,6 +136,7 @@ export async function startApp(kind: DbKind, env: Record<string, string> = {}, o
     secret: boot.secret,
     ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
     webhookPollMs: options.webhookPollMs,
+    stream: options.stream,
   });
 
   const request: TestApp['request'] = async (method, url, options = {}) => {

@@ -46,6 +46,8 @@ export class MetadataListener {
   private closed = false;
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
+  /** Channels also listened on over this connection (change-signals.ts), each with what hears it: a payload, or null when listening (re)starts. */
+  private readonly channels = new Map<string, (payload: string | null) => void>();
 
   constructor(
     private readonly driver: typeof pg,
@@ -59,6 +61,21 @@ export class MetadataListener {
       void this.connect();
     }
     return this.listening ? this.version : undefined;
+  }
+
+  /** Also listens on `channel` (a plain identifier) over this connection, from now on; starts listening. */
+  listen(channel: string, heard: (payload: string | null) => void): void {
+    this.channels.set(channel, heard);
+    if (this.listening) this.client?.query(`listen ${channel}`).catch(() => {});
+    this.current();
+  }
+
+  /**
+   * Sends a notification on `channel` over this connection (off the pool and the requests' path);
+   * nothing while not listening (a listener is then looking on its own: change-signals.ts).
+   */
+  async notify(channel: string, payload: string): Promise<void> {
+    if (this.listening) await this.client?.query('select pg_notify($1, $2)', [channel, payload]);
   }
 
   /** This instance committed a metadata change: its own next request must not see the old state. */
@@ -80,6 +97,7 @@ export class MetadataListener {
     client.on('end', lost);
     client.on('notification', (n) => {
       if (n.channel === CHANNEL) this.version++;
+      else this.channels.get(n.channel)?.(n.payload ?? '');
     });
     try {
       await client.connect();
@@ -91,7 +109,7 @@ export class MetadataListener {
         process.emitWarning(THROUGH_POOLER);
         return;
       }
-      await client.query(`listen ${CHANNEL}`);
+      await client.query([CHANNEL, ...this.channels.keys()].map((c) => `listen ${c}`).join('; '));
     } catch {
       lost();
       return;
@@ -101,6 +119,7 @@ export class MetadataListener {
     this.version++;
     this.listening = true;
     this.failures = 0;
+    for (const heard of this.channels.values()) heard(null);
   }
 
   private reconnectLater(): void {

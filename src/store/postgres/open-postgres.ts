@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { warnBackground } from '../warn-background.ts';
 import type { Database, DatabaseOptions, Db } from '../dialect.ts';
 import { postgresChangeNumbering } from './change-numbering.ts';
+import { PostgresChangeSignals } from './change-signals.ts';
 import { IN_UTC, PostgresReads } from './cursor.ts';
 import { postgresDialect } from './dialect.ts';
 import { MetadataListener, reportingMetadataWrites } from './metadata-listener.ts';
@@ -32,11 +33,13 @@ export function openPostgres(driver: typeof pg, url: string, options: DatabaseOp
   const statistics = postgresStatistics(db, warnBackground('planner statistics'));
   const reads = new PostgresReads(driver, url, db);
   const prepare = (text: string) => prepared.mark(text);
+  const changeSignals = new PostgresChangeSignals(listener);
   return {
     db,
     dialect: postgresDialect,
     statistics,
     changeNumbering: postgresChangeNumbering(prepare),
+    changeSignals,
     reads,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -51,6 +54,7 @@ export function openPostgres(driver: typeof pg, url: string, options: DatabaseOp
     tuneForImport: () => () => {},
     close: async () => {
       await statistics.close();
+      await changeSignals.close();
       await listener.close();
       await reads.close();
       await db.destroy();

@@ -85,6 +85,8 @@ export function openSqlite(Sqlite: typeof SqliteDatabase, file: string): SqliteA
     dialect: sqliteDialect,
     statistics,
     changeNumbering: sqliteChangeNumbering(runNow, writeNow),
+    // One instance per database file: no other to tell or to hear.
+    changeSignals: { announce: () => {}, listen: () => () => {}, live: () => true },
     runNow,
     writeNow,
     insertEach: (source, rows) => runEach(main, source, rows),

@@ -1,0 +1,103 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../domain/errors.ts';
+import type { TableDef } from '../domain/table.ts';
+import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
+import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
+import { planChangeStream } from '../plan/change-plans.ts';
+import type { ChangeStreams } from '../stream/change-streams.ts';
+import type { ChangeLog } from '../store/change-log.ts';
+import { tableOr404 } from '../store/execute.ts';
+import { changesGone } from './changes-routes.ts';
+import type { RowsDeps } from './rows-routes.ts';
+
+/**
+ * A table's change stream (issue 31, CONTRACT §14), as Server-Sent Events:
+ *
+ * - `GET /api/tables/{t}/changes/stream?after&filter` with X-API-Key (and `Last-Event-ID` on a reconnect);
+ * - `POST /api/tables/{t}/changes/stream-url {filter?, expiresIn?}` → `{url, expiresAt}`: the same
+ *   stream at a signed URL, for a client that cannot send X-API-Key (a browser's EventSource). The
+ *   URL names the table, the key that asked for it and the filter, all signed (files/signed-urls.ts,
+ *   as the file URLs are); it admits new connections (EventSource's reconnects included) until it
+ *   expires, and each stream it opened reads as that key: it ends when the key is revoked.
+ * - `GET /streams/tables/{tableId}/changes?filter&key&expires&signature[&after]`: that URL, outside
+ *   /api (no key: the signature is its key).
+ *
+ * The streams themselves: stream/change-streams.ts.
+ */
+
+export interface StreamDeps {
+  rows: RowsDeps;
+  log: ChangeLog;
+  streams: ChangeStreams;
+}
+
+/** What a stream URL's signature covers: its purpose, the table, the key and the filter (and its expiry). */
+const urlParts = (tableId: string, keyId: string, filterText: string | undefined) => ['change-stream', tableId, keyId, filterText ?? ''];
+
+/** Answers the request with the table's stream from the position the query asks for (a 410 when it is older than the log's retention). */
+async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef, keyId: string, q: StreamQuery): Promise<FastifyReply> {
+  const db = deps.rows.database.db;
+  const purged = await deps.log.purgedThrough(db, table.id);
+  if (q.after !== undefined && q.after < purged) throw changesGone(q.after, purged);
+  const plan = planChangeStream(table, q, keyId, q.after ?? (await deps.log.startingPoint(db, table.id)));
+  const body = new PassThrough();
+  const raw = reply.raw;
+  deps.streams.open(
+    plan,
+    { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
+  );
+  // The client has gone (or the answer is over): the stream stops.
+  raw.once('close', () => body.destroy());
+  return reply
+    .header('content-type', 'text/event-stream; charset=utf-8')
+    .header('cache-control', 'no-store')
+    // Proxies that buffer answers (nginx) pass this one on as it comes.
+    .header('x-accel-buffering', 'no')
+    .send(body);
+}
+
+/** The routes under /api (api-plugin.ts), behind the key check. */
+export function changeStreamRoutes(api: FastifyInstance, deps: StreamDeps): void {
+  api.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes/stream', async (request, reply) => {
+    const table = await tableOr404(deps.rows, request.params.table);
+    const q = parseStreamQuery(request.query, request.headers['last-event-id'], table);
+    return openStream(deps, reply, table, keyOf(request), q);
+  });
+
+  api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', async (request) => {
+    const table = await tableOr404(deps.rows, request.params.table);
+    const { filterText, expiresIn } = parseStreamUrlRequest(request.body, table);
+    const keyId = keyOf(request);
+    const expires = Math.floor(Date.now() / 1000) + expiresIn;
+    const query = new URLSearchParams();
+    if (filterText !== undefined) query.set('filter', filterText);
+    query.set('key', keyId);
+    query.set('expires', String(expires));
+    query.set('signature', urlSignature(deps.rows.secret, urlParts(table.id, keyId, filterText), expires));
+    return { url: `${deps.rows.publicUrl}/streams/tables/${encodeURIComponent(table.id)}/changes?${query}`, expiresAt: new Date(expires * 1000).toISOString() };
+  });
+}
+
+/** The signed stream URL, outside /api (public: its signature is its key). */
+export function signedChangeStreamRoutes(open: FastifyInstance, deps: StreamDeps): void {
+  open.get<{ Params: { tableId: string }; Querystring: Record<string, unknown> }>('/streams/tables/:tableId/changes', async (request, reply) => {
+    const { key, expires, signature, ...rest } = request.query;
+    const filterText = typeof rest.filter === 'string' ? rest.filter : undefined;
+    const keyId = typeof key === 'string' ? key : '';
+    const problem = checkUrlSignature(deps.rows.secret, urlParts(request.params.tableId, keyId, filterText), { expires, signature }, Math.floor(Date.now() / 1000));
+    if (problem === 'expired') throw forbidden('This stream URL has expired: ask for a new one (POST /api/tables/{t}/changes/stream-url) and resume with after=<the last id>');
+    if (problem) throw forbidden('This stream URL is not valid (altered or incomplete): use it exactly as it was issued');
+    if (!(await deps.streams.keyUsable(keyId))) throw forbidden('The API key this stream URL was issued for is revoked, expired or deleted');
+    const table = await tableOr404(deps.rows, request.params.tableId);
+    const q = parseStreamQuery(rest, request.headers['last-event-id'], table);
+    return openStream(deps, reply, table, keyId, q);
+  });
+}
+
+const forbidden = (message: string) => new ServiceError('bad_signature', message);
+
+function keyOf(request: FastifyRequest): string {
+  if (!request.principal) throw new ServiceError('unauthorized', 'X-API-Key header is required');
+  return request.principal.keyId;
+}
