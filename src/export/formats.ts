@@ -1,5 +1,5 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
-import { fieldType } from '../domain/field-types/registry.ts';
+import { fieldType, nullValueOf } from '../domain/field-types/registry.ts';
 import type { FileFormat } from '../domain/file-formats.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
@@ -32,16 +32,16 @@ function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
 }
 
 export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
-  const typed: { code: string; type: FieldType }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type) }));
+  const typed: { code: string; type: FieldType; nullValue: unknown }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type), nullValue: nullValueOf(f) }));
   const system = SYSTEM_COLUMNS.length;
   if (format === 'jsonl') {
     return {
       header: () => '',
       line(raw) {
         const values: Record<string, unknown> = {};
-        typed.forEach(({ code, type }, i) => {
+        typed.forEach(({ code, type, nullValue }, i) => {
           const v = raw[system + i];
-          if (v === null || v === undefined) values[code] = null;
+          if (v === null || v === undefined) values[code] = nullValue;
           else {
             const value = type.fromDb(v, dialect);
             values[code] = type.toExport ? type.toExport(value) : value;

@@ -21,10 +21,10 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks): string {
   let values = '';
   // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
-  for (const { key, column, type } of table.compiled.fields) {
+  for (const { key, column, type, nullJson } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
-    if (v === null || v === undefined) text = 'null';
+    if (v === null || v === undefined) text = nullJson;
     else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
