@@ -1,5 +1,6 @@
 import { FIELD_CODE, ROW_ID } from '../codes.ts';
-import { type FieldDef, type FieldType, describe, fail, jsonColumn, jsonTextFromDb, ok } from './field-type.ts';
+import type { ValueCodec } from '../value-codec.ts';
+import { type FieldDef, type FieldType, describe, fail, jsonColumn, ok } from './field-type.ts';
 
 /**
  * A link to rows of a table (CONTRACT §11). The row's column holds the value as read (an id, or an
@@ -41,6 +42,16 @@ export const MAX_LINKS_WRITTEN = 10_000;
 export function linkIds(value: unknown): string[] {
   if (value === null || value === undefined) return [];
   return Array.isArray(value) ? (value as string[]) : [value as string];
+}
+
+/**
+ * A link column's value as read (an id, an array of ids). PostgreSQL's driver hands back a jsonb
+ * string already decoded, which a row id (never starting with `"` or `[`) tells apart from JSON text.
+ */
+export function decodeLink(raw: unknown, codec: ValueCodec): unknown {
+  if (raw === null || raw === undefined) return null;
+  if (typeof raw === 'string' && raw[0] !== '"' && raw[0] !== '[') return raw;
+  return codec.decodeJson(raw);
 }
 
 const ROW_ID_MESSAGE = 'a row id (1 to 128 of A-Z a-z 0-9 _ . : @ -)';
@@ -85,11 +96,8 @@ export const linkType: FieldType = {
     return ok(value.length === 0 ? null : value);
   },
   ...jsonColumn,
-  textFromDb(raw) {
-    const text = jsonTextFromDb(raw);
-    // A single link's cell is the id itself; a multiple link's, the JSON array.
-    return text.startsWith('"') ? (JSON.parse(text) as string) : text;
-  },
+  fromDb: decodeLink,
+  // A single link's cell is the id itself; a multiple link's, the JSON array.
   toText: (value) => (typeof value === 'string' ? value : JSON.stringify(value)),
   fromText(text) {
     if (text.startsWith('[')) {
@@ -101,7 +109,6 @@ export const linkType: FieldType = {
     }
     return text;
   },
-  jsonFromDb: jsonTextFromDb,
   nullValue: (field) => (linkOptions(field).multiple ? [] : null),
   // The link operators (_has, _some, _none, _every, and _eq on a single link) are parsed by row-filter.ts itself.
   filterOps: [],

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { isUuid } from '../../domain/codes.ts';
 import { type ErrorDetail, ServiceError } from '../../domain/errors.ts';
 import type { FieldDef } from '../../domain/field-types/field-type.ts';
-import { type LinkOptions, edgeOwner, edgesOf, isLinkField, linkIds, linkOptions } from '../../domain/field-types/link.ts';
+import { type LinkOptions, edgeOwner, edgesOf, isLinkField, decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
 import { fieldColumn, tableName } from '../../domain/row-columns.ts';
 import type { Db } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
@@ -107,7 +107,7 @@ async function convertValues(tx: Db, dialect: Dialect, tableId: string, field: F
     const rows = await tx.selectFrom(physical).select(['id', column]).where(column, 'is not', null).where('id', '>', after).orderBy('id').limit(500).execute();
     if (rows.length === 0) return;
     for (const row of rows) {
-      const ids = linkIds(dialect.decodeJson(row[column]));
+      const ids = linkIds(decodeLink(row[column], dialect));
       const value = multiple ? ids : (ids[0] ?? null);
       await tx.updateTable(physical).set({ [column]: value === null ? null : dialect.encodeJson(value) }).where('id', '=', row.id).execute();
     }

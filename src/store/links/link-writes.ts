@@ -1,7 +1,7 @@
 import { ROW_ID } from '../../domain/codes.ts';
 import { ServiceError, invalid } from '../../domain/errors.ts';
 import type { FieldDef } from '../../domain/field-types/field-type.ts';
-import { type EdgeSide, edgesOf, isLinkField, linkIds, linkOptions } from '../../domain/field-types/link.ts';
+import { type EdgeSide, edgesOf, isLinkField, decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
 import { fieldColumn } from '../../domain/row-columns.ts';
 import type { RawRow } from '../../domain/row.ts';
 import type { TableDef } from '../../domain/table.ts';
@@ -177,7 +177,7 @@ export class LinkWrites {
     const current = new Map<string, string[]>();
     for (const part of chunks(touched)) {
       for (const r of await tx.selectFrom(target.physical).select(['id', column]).where('id', 'in', part).execute()) {
-        current.set(r.id as string, linkIds(r[column] === null ? null : this.database.dialect.decodeJson(r[column])));
+        current.set(r.id as string, linkIds(decodeLink(r[column], this.database.dialect)));
       }
     }
     for (const id of touched) {
@@ -236,7 +236,7 @@ export class LinkWrites {
       for (const part of chunks([...linking.keys()].sort())) {
         for (const r of await tx.selectFrom(source.physical).select(['id', column]).where('id', 'in', part).execute()) {
           const gone = new Set(linking.get(r.id as string));
-          const left = linkIds(r[column] === null ? null : this.database.dialect.decodeJson(r[column])).filter((x) => !gone.has(x));
+          const left = linkIds(decodeLink(r[column], this.database.dialect)).filter((x) => !gone.has(x));
           await rows.update(tx, source, r.id as string, new Map([[live, left.length === 0 ? null : multiple ? left : left[0]]]), ctx, false);
         }
       }
