@@ -10,6 +10,7 @@ import { writeContext } from './auth.ts';
 import { planRowCreate, planRowDelete, planRowRead, planRowUpdate } from '../plan/row-plans.ts';
 import { createRow, deleteRow, readPage, readRow, updateRow, withTable } from '../store/execute.ts';
 import { sendPage, sendRecord } from '../render/row-responses.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
 
 export interface RowsDeps {
   database: Database;
@@ -34,7 +35,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   app.get<TableParams>(base, async (request, reply) => {
     const { q, plan, page } = await withTable(deps, request.params.table, async (table) => {
-      const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
+      const q = parseRowList(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table), deps.secret);
       const plan = planRowRead(table, q.selection, q.after, q.pageSize);
       return { q, plan, page: await readPage(deps, plan) };
     });

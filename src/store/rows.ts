@@ -478,7 +478,7 @@ export class RowStore {
   pageQuery(db: Db, table: TableDef, q: Omit<PageQuery, 'limit'> & { limit: number | null }): CompiledQuery {
     const build = (after: CursorValue[] | null, limit: unknown) => {
       let query = db.selectFrom(table.physical).select(this.columns(table));
-      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
+      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect, table.physical));
       if (after) query = query.where(afterCursor(q.keys, after, this.dialect));
       query = query.orderBy(orderBy(q.keys, this.dialect, q.filter));
       return limit === null ? query : query.limit(limit as number);
