@@ -20,8 +20,9 @@ export interface RowFormatter {
   /**
    * One row as one line, with its newline. The row is the column values as the database returns
    * them: the system columns, then the fields in order (RowStore.columns).
+   * `expand` (jsonl): a field's value in place of its own (its linked rows' records), or undefined.
    */
-  line(raw: unknown[]): string;
+  line(raw: unknown[], expand?: (fieldId: string, value: unknown) => unknown): string;
 }
 
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
@@ -32,16 +33,18 @@ function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
 }
 
 export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
-  const typed: { code: string; type: FieldType; nullValue: unknown }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type), nullValue: nullValueOf(f) }));
+  const typed: { id: string; code: string; type: FieldType; nullValue: unknown }[] = fields.map((f) => ({ id: f.id, code: f.code, type: fieldType(f.type), nullValue: nullValueOf(f) }));
   const system = SYSTEM_COLUMNS.length;
   if (format === 'jsonl') {
     return {
       header: () => '',
-      line(raw) {
+      line(raw, expand) {
         const values: Record<string, unknown> = {};
-        typed.forEach(({ code, type, nullValue }, i) => {
+        typed.forEach(({ id, code, type, nullValue }, i) => {
           const v = raw[system + i];
-          if (v === null || v === undefined) values[code] = nullValue;
+          const expanded = expand === undefined ? undefined : expand(id, v);
+          if (expanded !== undefined) values[code] = expanded;
+          else if (v === null || v === undefined) values[code] = nullValue;
           else {
             const value = type.fromDb(v, dialect);
             values[code] = type.toExport ? type.toExport(value) : value;
