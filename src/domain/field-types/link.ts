@@ -113,15 +113,52 @@ export const linkType: FieldType = {
   // The link operators (_has, _some, _none, _every, and _eq on a single link) are parsed by row-filter.ts itself.
   filterOps: [],
   sortable: false,
-  valueSchema: (field) =>
-    linkOptions(field).multiple
-      ? { type: 'array', items: { type: 'string', description: 'a row id' }, description: `ids of rows of table ${linkOptions(field).table}, in link order` }
-      : { type: 'string', description: `the id of a row of table ${linkOptions(field).table}` },
-  writeSchema: (field) =>
-    linkOptions(field).multiple
-      ? { type: ['array', 'null'], items: { type: 'string' }, uniqueItems: true, description: 'distinct row ids of the target table; [] or null: no links' }
-      : { type: ['string', 'null'], description: 'a row id of the target table, or null' },
+  valueSchema(field) {
+    const { table, multiple } = linkOptions(field);
+    const one = { oneOf: [{ type: 'string', description: `the id of a row of table ${table}` }, LINKED_ROW] };
+    return multiple ? { type: 'array', items: one, description: `the linked rows of table ${table} in link order: their ids, or their records where \`expand\` names the field` } : one;
+  },
+  writeSchema(field) {
+    const { table, multiple } = linkOptions(field);
+    const id = { type: 'string', pattern: ROW_ID.source, description: `the id of a row of table ${table}` };
+    return multiple ? { type: 'array', items: id, uniqueItems: true, maxItems: MAX_LINKS_WRITTEN, description: 'distinct row ids, in link order; [] or null: no links' } : id;
+  },
 };
+
+/** A linked row as `expand` gives it: a record of the target table (see its document), its own links as ids. */
+const LINKED_ROW = {
+  type: 'object',
+  description: 'the linked row\'s record (expand), as its own table\'s document describes it',
+  properties: {
+    id: { type: 'string' },
+    createdAt: { type: 'string', format: 'date-time' },
+    updatedAt: { type: 'string', format: 'date-time' },
+    createdBy: { type: 'string' },
+    updatedBy: { type: 'string' },
+    values: { type: 'object' },
+  },
+  required: ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'values'],
+};
+
+/** JSON Schema of a filter condition on a link field (CONTRACT §11), for OpenAPI. */
+export function linkConditionSchema(field: FieldDef): Record<string, unknown> {
+  const { table, multiple } = linkOptions(field);
+  const id = { type: 'string', description: 'a row id of the target table' };
+  const sub = { type: 'object', description: `a filter in the grammar of table ${table} (see its document); nested through at most 3 links` };
+  return {
+    type: 'object',
+    properties: {
+      _isNull: { type: 'boolean', description: 'true: no links' },
+      _has: id,
+      ...(multiple ? {} : { _eq: id }),
+      _some: sub,
+      _none: sub,
+      _every: { ...sub, description: `${sub.description}; true when there are no links` },
+    },
+    additionalProperties: false,
+    minProperties: 1,
+  };
+}
 
 /**
  * Where a link field's links are kept as edges: one table per one-way link or pair
