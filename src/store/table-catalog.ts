@@ -67,6 +67,11 @@ export class TableCatalog {
     return this.memo.peek(db, idOrCode) ?? this.findLoading(db, idOrCode);
   }
 
+  /** The table named by id or code if the memo holds it now, else undefined (nothing is loaded). */
+  peek(db: MetaDb, idOrCode: string): TableDef | undefined {
+    return this.memo.peek(db, idOrCode);
+  }
+
   /**
    * The table as the database holds it now, past the memo: for a request to plan again once its
    * table changed under it (another instance's change may not have reached the memo yet).

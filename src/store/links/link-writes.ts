@@ -52,9 +52,13 @@ export class LinkWrites {
     return table.incoming.length > 0 || table.fields.some(isLinkField);
   }
 
-  /** A table's definition, from the catalog's memo (definitions are metadata: the transaction's own reads would load them anew every time). */
-  private async tableOf(id: string): Promise<TableDef> {
-    const table = await this.catalog.find(this.database.db, id);
+  /**
+   * A table's definition: from the catalog's memo where it holds it (the transaction's own reads
+   * would load it anew every time), else read in the transaction (never on another connection of
+   * the pool, which writers holding theirs could exhaust).
+   */
+  private async tableOf(tx: Db, id: string): Promise<TableDef> {
+    const table = this.catalog.peek(this.database.db, id) ?? (await this.catalog.find(tx, id));
     if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
     return table;
   }
@@ -94,7 +98,7 @@ export class LinkWrites {
     at: (k: number, err: ServiceError) => unknown,
   ): Promise<void> {
     const options = linkOptions(field);
-    const target = options.table === table.id ? table : await this.tableOf(options.table);
+    const target = options.table === table.id ? table : await this.tableOf(tx, options.table);
     const found = await this.existing(tx, target, writes.flatMap((w) => w.ids));
     for (const { k, ids } of writes) {
       const missing = ids.find((id) => !found.has(id));
@@ -219,7 +223,7 @@ export class LinkWrites {
         await tx.deleteFrom(edges.table).where(edges.other, 'in', part).execute();
       }
       if (linking.size === 0) continue;
-      const source = tableId === table.id ? table : await this.tableOf(tableId);
+      const source = tableId === table.id ? table : await this.tableOf(tx, tableId);
       const live = source.fields.find((f) => f.id === field.id) ?? field;
       const { onDelete } = linkOptions(live);
       if (onDelete === 'restrict') {
