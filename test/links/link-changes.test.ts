@@ -62,6 +62,14 @@ eachDatabase('links: change entries and webhooks', (kind) => {
         definition: { trigger: { table: s.customers, events: ['update'], filter: { values: { orders: { _has: 'o2' } } } }, webhook: { url } },
       });
       assert.equal(flow.status, 201, flow.text);
+      // A trigger judges one row without a query: it cannot look through a link (a self-link neither).
+      const through = await t.post('/api/flows', {
+        name: 'through',
+        enabled: true,
+        definition: { trigger: { table: s.customers, events: ['update'], filter: { values: { orders: { _some: { values: { no: { _eq: 1 } } } } } } }, webhook: { url } },
+      });
+      assert.equal(through.status, 400, through.text);
+      assert.match(through.text, /orders/);
       await t.post(`/api/tables/${s.customers}/rows`, { id: 'c1', values: {} });
       await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c1' } });
       await t.post(`/api/tables/${s.orders}/rows`, { id: 'o2', values: { customer: 'c1' } });
