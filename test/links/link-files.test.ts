@@ -52,6 +52,11 @@ eachDatabase('links: export and import', (kind) => {
     const body = expectError(bad, 400);
     assert.match(JSON.stringify(body), /zz/);
     assert.deepEqual(await snapshot(t, s.customers, s.orders), before);
+    // Cells of the wrong shape: an array for a single link, a non-array for a multiple link, a repeated id.
+    expectError(await importCsv(s.orders, 'id,no,customer\no7,7,"[""c2""]"\n'), 400);
+    expectError(await importCsv(s.customers, 'id,orders\nc7,o1\n'), 400);
+    expectError(await importCsv(s.customers, 'id,orders\nc7,"[""o1"",""o1""]"\n'), 400);
+    assert.deepEqual(await snapshot(t, s.customers, s.orders), before);
     const ok = await importCsv(s.orders, 'id,no,customer\no7,7,c2\no8,8,\n');
     assert.equal(ok.status, 200, ok.text);
     const orders = valuesById((await snapshot(t, s.orders))[s.orders]);

@@ -192,4 +192,29 @@ eachDatabase('links: writes', (kind) => {
     assert.equal((await t.delete(`/api/tables/nodes_${kind}/rows/n1`)).status, 204);
     assert.deepEqual((await snapshot(t, `nodes_${kind}`))[`nodes_${kind}`].map((r) => r.id), ['lone']);
   });
+
+  it('follows links written by upserts and bulk updates, and refuses an unknown id there too', async () => {
+    const s = await shop(t);
+    await t.post(`/api/tables/${s.customers}/rows-bulk`, { data: [{ id: 'c1', values: {} }, { id: 'c2', values: {} }] });
+    // An upsert that creates, then one that updates.
+    let r = await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c1' }, options: { upsert: true } });
+    assert.equal(r.status, 201, r.text);
+    r = await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c2' }, options: { upsert: true } });
+    assert.equal(r.status, 200, r.text);
+    const bulk = await t.post(`/api/tables/${s.orders}/rows-bulk`, { data: [{ id: 'o1', values: { customer: 'c1' } }, { id: 'o2', values: { customer: 'c1' } }], options: { upsert: true } });
+    assert.equal(bulk.status, 200, bulk.text);
+    assert.deepEqual((await t.get(`/api/tables/${s.customers}/rows/c1`)).body.values.orders, ['o1', 'o2']);
+    assert.deepEqual((await t.get(`/api/tables/${s.customers}/rows/c2`)).body.values.orders, []);
+    const patched = await t.patch(`/api/tables/${s.orders}/rows-bulk`, { data: [{ id: 'o1', values: { customer: 'c2' } }, { id: 'o2', values: { customer: null } }] });
+    assert.equal(patched.status, 200, patched.text);
+    assert.deepEqual((await t.get(`/api/tables/${s.customers}/rows/c1`)).body.values.orders, []);
+    assert.deepEqual((await t.get(`/api/tables/${s.customers}/rows/c2`)).body.values.orders, ['o1']);
+    const before = await snapshot(t, s.customers, s.orders);
+    let body = expectError(await t.patch(`/api/tables/${s.orders}/rows-bulk`, { data: [{ id: 'o2', values: { customer: 'c1' } }, { id: 'o1', values: { customer: 'ghost' } }] }), 400);
+    assert.match(body.message as string, /^data\[1\]/);
+    assert.match(body.message as string, /ghost/);
+    body = expectError(await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'ghost' }, options: { upsert: true } }), 400);
+    assert.match(body.message as string, /ghost/);
+    assert.deepEqual(await snapshot(t, s.customers, s.orders), before);
+  });
 });
