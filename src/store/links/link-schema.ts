@@ -5,7 +5,7 @@ import { type ErrorDetail, ServiceError } from '../../domain/errors.ts';
 import type { FieldDef } from '../../domain/field-types/field-type.ts';
 import { type LinkOptions, edgeOwner, edgesOf, isLinkField, decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
 import { fieldColumn, tableName } from '../../domain/row-columns.ts';
-import type { Db } from '../database.ts';
+import { type Db, beforeCommit } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import type { WriteContext } from '../resources/resource-spec.ts';
@@ -245,18 +245,14 @@ export async function planLinkFields(
 }
 
 /**
- * Before a table is deleted: refused (409) while a one-way link field of another table points at
- * it; else its link fields' edges are dropped and the other fields of its pairs removed.
+ * Before a table is deleted: its link fields' edges are dropped and the other fields of its pairs
+ * removed. A one-way link field of another table that still points at it when the transaction
+ * commits refuses the deletion (409 naming those fields): deleting that table too, in the same
+ * `delete-many`, or removing the field first, lets it go.
  */
 export async function deleteTableLinks(tx: Db, dialect: Dialect, tableId: string): Promise<void> {
   const meta = tx as MetaDb;
   const own = (await loadFields(meta, dialect, [tableId])).get(tableId) ?? [];
-  const partners = new Set(own.filter(isLinkField).map((f) => linkOptions(f).inverseField));
-  const blocking = (await loadIncomingLinks(meta, dialect, tableId)).filter((l) => l.tableId !== tableId && !partners.has(l.field.id));
-  if (blocking.length > 0) {
-    const names = blocking.map((l) => `${l.field.code} of table ${l.tableId}`).join(', ');
-    throw new ServiceError('in_use', `table ${tableId} is the target of link fields ${names}; remove them first`, blocking.map((l) => ({ path: l.tableId, message: `field ${l.field.code} links to this table` })));
-  }
   const dropped = new Set<string>();
   for (const f of own.filter(isLinkField)) {
     const o = linkOptions(f);
@@ -269,4 +265,10 @@ export async function deleteTableLinks(tx: Db, dialect: Dialect, tableId: string
       else await bumpVersion(meta, o.table);
     }
   }
+  beforeCommit(tx, async () => {
+    const blocking = (await loadIncomingLinks(meta, dialect, tableId)).filter((l) => l.tableId !== tableId);
+    if (blocking.length === 0) return;
+    const names = blocking.map((l) => `${l.field.code} of table ${l.tableId}`).join(', ');
+    throw new ServiceError('in_use', `table ${tableId} is the target of link fields ${names}; remove them first`, blocking.map((l) => ({ path: l.tableId, message: `field ${l.field.code} links to this table` })));
+  });
 }
