@@ -1,5 +1,6 @@
 import type { FieldDef } from '../domain/field-types/field-type.ts';
-import { linkOptions } from '../domain/field-types/link.ts';
+import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
+import type { TableDef } from '../domain/table.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { RowReadPlan } from './row-plans.ts';
 
@@ -39,4 +40,21 @@ export function readPlanTables(plan: RowReadPlan): string[] {
   const others = expandTables(plan.expand, filterTables(plan.selection.filter));
   others.delete(plan.table.id);
   return [plan.table.id, ...others];
+}
+
+/**
+ * The tables whose rows a write to `table` may change besides its own (CONTRACT §11): writing
+ * values, the tables of its pairs' other fields (their values follow); deleting rows, the tables
+ * whose links point at it (unlink rewrites their values, cascade deletes their rows, further
+ * cascades not included).
+ */
+export function writeTables(table: TableDef, kind: 'write' | 'delete'): string[] {
+  const out = new Set<string>();
+  if (kind === 'write') {
+    for (const f of table.fields) if (isLinkField(f) && linkOptions(f).inverseField !== undefined) out.add(linkOptions(f).table);
+  } else {
+    for (const l of table.incoming) out.add(l.tableId);
+  }
+  out.delete(table.id);
+  return [...out];
 }

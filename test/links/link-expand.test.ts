@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
-import { readPlanTables } from '../../src/plan/tables-touched.ts';
+import { readPlanTables, writeTables } from '../../src/plan/tables-touched.ts';
 import { planRowRead } from '../../src/plan/row-plans.ts';
 import { parseRowList } from '../../src/domain/requests/row-list-query.ts';
 import { withLinkedTables } from '../../src/store/links/linked-tables.ts';
@@ -86,5 +86,10 @@ eachDatabase('links: expand', (kind) => {
     assert.deepEqual(readPlanTables(plan), [s.ids.lines, s.ids.orders, s.ids.customers]);
     const plain = parseRowList({}, lines, 'secret');
     assert.deepEqual(readPlanTables(planRowRead(lines, plain.selection, null, 50, plain.expand)), [s.ids.lines]);
+    // Writes: a line's values move its order's `lines`; deleting an order acts on customers' and lines' links to it.
+    const orders = await catalog.find(t.database.db, s.orders);
+    assert.ok(orders);
+    assert.deepEqual(writeTables(lines, 'write'), [s.ids.orders]);
+    assert.deepEqual(writeTables(orders, 'delete').sort(), [s.ids.customers, s.ids.lines].sort());
   });
 });
