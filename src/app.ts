@@ -23,6 +23,7 @@ import { ResourceStore } from './store/resources/resource-store.ts';
 import { tablesSpec } from './store/resources/tables.ts';
 import { RowWriter } from './store/row-writes.ts';
 import { RowStore } from './store/rows.ts';
+import { LinkWrites } from './store/links/link-writes.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 import { ChangeLog } from './store/change-log.ts';
 import { recordJson } from './render/row-json.ts';
@@ -128,8 +129,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sender.close();
   });
   app.decorate('changes', changes ?? null);
-  const rowStore = new RowStore(database, files, changes);
-  const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
+  const catalog = new TableCatalog(database);
+  const rowStore = new RowStore(database, files, changes, new LinkWrites(database, catalog));
+  const rows = { database, catalog, rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   const streams = changes
     ? new ChangeStreams(database, changes, { heartbeatMs: deps.stream?.heartbeatMs ?? 10_000, stallMs: deps.stream?.stallMs ?? 30_000, warn: (message) => app.log.warn(message) })
     : undefined;

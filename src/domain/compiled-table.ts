@@ -1,5 +1,5 @@
 import type { FieldDef, FieldType } from './field-types/field-type.ts';
-import { fieldType } from './field-types/registry.ts';
+import { fieldType, nullValueOf } from './field-types/registry.ts';
 import { SYSTEM_ORDER, fieldColumn } from './row-columns.ts';
 
 /** A field of a table version as rows are read, written and rendered. */
@@ -11,6 +11,9 @@ export interface CompiledField {
   /** The physical column. */
   column: string;
   type: FieldType;
+  /** The value read where the column holds null, and its JSON text (`null`; `[]` for a multiple link). */
+  nullValue: unknown;
+  nullJson: string;
 }
 
 let slots = 0;
@@ -49,7 +52,10 @@ export class CompiledTable {
   private readonly memos: unknown[] = [];
 
   constructor(fields: readonly FieldDef[]) {
-    this.fields = fields.map((f) => ({ field: f, code: f.code, key: `${JSON.stringify(f.code)}:`, column: fieldColumn(f.id), type: fieldType(f.type) }));
+    this.fields = fields.map((f) => {
+      const nullValue = nullValueOf(f);
+      return { field: f, code: f.code, key: `${JSON.stringify(f.code)}:`, column: fieldColumn(f.id), type: fieldType(f.type), nullValue, nullJson: JSON.stringify(nullValue) };
+    });
     this.columns = [...SYSTEM_ORDER.map((c) => c.column), ...this.fields.map((f) => f.column)];
     this.place = new Map(fields.map((f, i) => [f.id, SYSTEM_ORDER.length + i]));
     this.required = fields.filter((f) => f.required);

@@ -21,6 +21,8 @@ export interface FieldLookup {
   id: string;
   fields: FieldDef[];
   fieldsByCode: Map<string, FieldDef>;
+  /** The tables its link fields lead to, by id, as far as a filter may follow them (row-filter.ts); without it, filters cannot look through links. */
+  linked?: ReadonlyMap<string, FieldLookup>;
 }
 
 const systemField = (code: string, type: FieldDef['type']): FieldDef => ({ id: code, code, name: code, type, required: true, options: {} });

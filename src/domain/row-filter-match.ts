@@ -38,8 +38,17 @@ export function matchesRowFilter(filter: RowFilter, record: RowRecord): boolean 
       return filter.items.some((f) => matchesRowFilter(f, record));
     case 'not':
       return !matchesRowFilter(filter.item, record);
-    case 'isNull':
-      return (valueOf(record, filter.target) === null) === filter.isNull;
+    case 'isNull': {
+      const v = valueOf(record, filter.target);
+      // A multiple link with no links reads [] and is null in its column.
+      const empty = v === null || (filter.target.type.name === 'link' && Array.isArray(v) && v.length === 0);
+      return empty === filter.isNull;
+    }
+    case 'link': {
+      // Only `_has`/`_eq` reach here: a filter through a link is refused where no query runs (no `linked` tables).
+      const v = valueOf(record, filter.target);
+      return filter.mode === 'linksTo' && (Array.isArray(v) ? v.includes(filter.id) : v === filter.id);
+    }
     case 'has': {
       const list = valueOf(record, filter.target);
       return Array.isArray(list) && list.some((e) => typeof e === typeof filter.value && e === filter.value);

@@ -4,6 +4,8 @@ import { fieldType } from './field-types/registry.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from './row-columns.ts';
 import { UNSTORABLE_TEXT, unstorableTextAt } from './storable-text.ts';
 import { isObject } from './json.ts';
+import { ROW_ID } from './codes.ts';
+import { linkOptions } from './field-types/link.ts';
 
 /**
  * The row filter of CONTRACT §6, parsed against a table: `values` (field code → condition),
@@ -16,7 +18,21 @@ export type RowFilter =
   | { kind: 'isNull'; target: RowColumn; isNull: boolean }
   | { kind: 'cmp'; target: RowColumn; op: FilterOp; value: unknown }
   /** `_contains` on a list: some element equals the scalar value. */
-  | { kind: 'has'; target: RowColumn; value: string | number | boolean };
+  | { kind: 'has'; target: RowColumn; value: string | number | boolean }
+  | LinkFilter;
+
+/**
+ * A condition on a link field (CONTRACT §11): `linksTo` (`_has`, and `_eq` on a single link) holds
+ * when the row links to the row `id`; `some`, `none` and `every` when some, none or every linked
+ * row (of the table `table`) meets `filter`. `every` of no links is true.
+ */
+export type LinkFilter =
+  | { kind: 'link'; target: RowColumn; table: string; mode: 'linksTo'; id: string }
+  | { kind: 'link'; target: RowColumn; table: string; mode: 'some' | 'none' | 'every'; filter: RowFilter };
+
+/** How many links a filter may follow, one inside another. */
+export const MAX_LINK_DEPTH = 3;
+const LINK_OPS = ['_has', '_some', '_none', '_every'];
 
 const MAX_DEPTH = 16;
 /**
@@ -49,7 +65,7 @@ class Parser {
     return false;
   }
 
-  filter(value: unknown, path: string, depth: number): RowFilter | null {
+  filter(value: unknown, path: string, depth: number, table: FieldLookup = this.table, links = 0): RowFilter | null {
     // Every filter counts, empty or not an object: `{"_and": [{}, {}, …]}` grows the SQL (or the problems) as conditions do.
     if (!this.count(path)) return null;
     if (!isObject(value)) return this.problem(path, 'must be an object');
@@ -64,10 +80,10 @@ class Parser {
           this.problem(here, 'must be a non-empty array of filters');
           continue;
         }
-        const subs = v.map((s, i) => this.filter(s, `${here}[${i}]`, depth + 1));
+        const subs = v.map((s, i) => this.filter(s, `${here}[${i}]`, depth + 1, table, links));
         parsed = { kind: key === '_and' ? 'and' : 'or', items: subs.filter((s): s is RowFilter => s !== null) };
       } else if (key === '_not') {
-        const sub = this.filter(v, here, depth + 1);
+        const sub = this.filter(v, here, depth + 1, table, links);
         parsed = sub && { kind: 'not', item: sub };
       } else if (key === 'values') {
         if (!isObject(v)) {
@@ -76,14 +92,14 @@ class Parser {
         }
         const conds: RowFilter[] = [];
         for (const [code, cond] of Object.entries(v)) {
-          const field = this.table.fieldsByCode.get(code);
+          const field = table.fieldsByCode.get(code);
           if (!field) {
             if (this.count(here)) this.problem(`${here}.${code}`, 'is not a field of this table');
-          } else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`));
+          } else conds.push(...this.condition(fieldTarget(field), cond, `${here}.${code}`, depth, links));
         }
         parsed = { kind: 'and', items: conds };
       } else if (isSystemColumn(key)) {
-        parsed = { kind: 'and', items: this.condition(SYSTEM_COLUMNS[key], v, here) };
+        parsed = { kind: 'and', items: this.condition(SYSTEM_COLUMNS[key], v, here, depth, links) };
       } else if (this.count(path)) {
         this.problem(here, `unknown key; use values, ${Object.keys(SYSTEM_COLUMNS).join(', ')}, _and, _or or _not`);
       }
@@ -92,7 +108,7 @@ class Parser {
     return { kind: 'and', items };
   }
 
-  private condition(target: RowColumn, cond: unknown, path: string): RowFilter[] {
+  private condition(target: RowColumn, cond: unknown, path: string, depth: number, links: number): RowFilter[] {
     if (!isObject(cond) || Object.keys(cond).length === 0) {
       this.problem(path, 'must be an object {operator: value}');
       return [];
@@ -100,10 +116,29 @@ class Parser {
     const out: RowFilter[] = [];
     for (const [op, value] of Object.entries(cond)) {
       if (!this.count(path)) return out;
-      const parsed = this.comparison(target, op, value, `${path}.${op}`);
+      const parsed = target.type.name === 'link' && op !== '_isNull' ? this.link(target, op, value, `${path}.${op}`, depth, links) : this.comparison(target, op, value, `${path}.${op}`);
       if (parsed) out.push(parsed);
     }
     return out;
+  }
+
+  /** A condition on a link field: an id it links to, or a filter in the target table's grammar. */
+  private link(target: RowColumn, op: string, value: unknown, path: string, depth: number, links: number): RowFilter | null {
+    const { table, multiple } = linkOptions(target.field);
+    const ops = `_has, _some, _none, _every, _isNull${multiple ? '' : ', _eq'}`;
+    if (op === '_eq' && multiple) return this.problem(path, `_eq is for a single link; ${target.key} is a multiple link: use _has`);
+    if (op === '_eq' || op === '_has') {
+      if (typeof value !== 'string' || !ROW_ID.test(value)) return this.problem(path, 'must be a row id');
+      return { kind: 'link', target, table, mode: 'linksTo', id: value };
+    }
+    if (!LINK_OPS.includes(op)) return this.problem(path, `operator not allowed on ${target.key} (a link); use ${ops}`);
+    if (links + 1 > MAX_LINK_DEPTH) return this.problem(path, `follows more than ${MAX_LINK_DEPTH} links, one inside another`);
+    // Only where the filter runs as a query (the lookup lists the linked tables): a flow's trigger judges one row in memory.
+    const linked = this.table.linked === undefined ? undefined : table === this.table.id ? this.table : this.table.linked.get(table);
+    if (!linked) return this.problem(path, `filters through links to other tables are not available here; use _has, _isNull${multiple ? '' : ', _eq'}`);
+    const filter = this.filter(value, path, depth + 1, linked, links + 1);
+    if (!filter) return null;
+    return { kind: 'link', target, table, mode: op.slice(1) as 'some' | 'none' | 'every', filter };
   }
 
   private comparison(target: RowColumn, op: string, value: unknown, path: string): RowFilter | null {

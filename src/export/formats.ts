@@ -1,5 +1,5 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
-import { fieldType } from '../domain/field-types/registry.ts';
+import { fieldType, nullValueOf } from '../domain/field-types/registry.ts';
 import type { FileFormat } from '../domain/file-formats.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
 import type { Dialect } from '../store/dialect.ts';
@@ -20,8 +20,9 @@ export interface RowFormatter {
   /**
    * One row as one line, with its newline. The row is the column values as the database returns
    * them: the system columns, then the fields in order (RowStore.columns).
+   * `expand` (jsonl): a field's value in place of its own (its linked rows' records), or undefined.
    */
-  line(raw: unknown[]): string;
+  line(raw: unknown[], expand?: (fieldId: string, value: unknown) => unknown): string;
 }
 
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
@@ -32,16 +33,18 @@ function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
 }
 
 export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
-  const typed: { code: string; type: FieldType }[] = fields.map((f) => ({ code: f.code, type: fieldType(f.type) }));
+  const typed: { id: string; code: string; type: FieldType; nullValue: unknown }[] = fields.map((f) => ({ id: f.id, code: f.code, type: fieldType(f.type), nullValue: nullValueOf(f) }));
   const system = SYSTEM_COLUMNS.length;
   if (format === 'jsonl') {
     return {
       header: () => '',
-      line(raw) {
+      line(raw, expand) {
         const values: Record<string, unknown> = {};
-        typed.forEach(({ code, type }, i) => {
+        typed.forEach(({ id, code, type, nullValue }, i) => {
           const v = raw[system + i];
-          if (v === null || v === undefined) values[code] = null;
+          const expanded = expand === undefined ? undefined : expand(id, v);
+          if (expanded !== undefined) values[code] = expanded;
+          else if (v === null || v === undefined) values[code] = nullValue;
           else {
             const value = type.fromDb(v, dialect);
             values[code] = type.toExport ? type.toExport(value) : value;

@@ -3,6 +3,7 @@ import { parseAggregate } from '../domain/requests/aggregate-query.ts';
 import { planAggregate } from '../plan/aggregate-plan.ts';
 import { sendAggregate } from '../render/aggregate-responses.ts';
 import { readAggregate, withTable } from '../store/execute.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
 import type { RowsDeps } from './rows-routes.ts';
 
 type TableParams = { Params: { table: string } };
@@ -16,7 +17,8 @@ type TableParams = { Params: { table: string } };
 export function aggregateRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.get<TableParams>('/api/tables/:table/rows-aggregate', async (request, reply) => {
     const { plan, page } = await withTable(deps, request.params.table, async (table) => {
-      const plan = planAggregate(table, parseAggregate(request.query as Record<string, unknown>, table, deps.secret));
+      // The filter may look through links (`_some`, `_none`, `_every`), as a list's may.
+      const plan = planAggregate(table, parseAggregate(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table), deps.secret));
       return { plan, page: await readAggregate(deps, plan) };
     });
     return sendAggregate(deps, reply, request.params.table, plan, page);

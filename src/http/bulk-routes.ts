@@ -5,7 +5,9 @@ import { sendBatch, sendRecords } from '../render/row-responses.ts';
 import { bulkCreate, bulkDelete, bulkUpdate, rerunOnSchemaChange, runBatch, withTable } from '../store/execute.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { writeContext } from './auth.ts';
-import type { RowsDeps } from './rows-routes.ts';
+import { type RowsDeps, expandRows } from './rows-routes.ts';
+import { batchExpandOf, expandOf } from '../domain/requests/expand.ts';
+import { expandLinks } from '../store/links/expand.ts';
 
 type TableParams = { Params: { table: string } };
 
@@ -13,22 +15,26 @@ type TableParams = { Params: { table: string } };
 export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWriter): void {
   const path = '/api/tables/:table/rows-bulk';
 
-  app.post<TableParams>(path, async (request, reply) => {
+  app.post<TableParams>(path, { config: { expand: true } }, async (request, reply) => {
     const ctx = writeContext(request);
-    const { plan, status, data } = await withTable(deps, request.params.table, async (table) => {
+    const { plan, status, data, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const expand = expandOf(request.query, table);
       const plan = planBulk('bulk-create', table, parseBulkCreate(request.body, table));
-      return { plan, ...(await bulkCreate(writer, plan, ctx)) };
+      const done = await bulkCreate(writer, plan, ctx);
+      return { plan, ...done, expanded: await expandRows(deps, table, done.data, expand) };
     });
-    return sendRecords(deps, reply.status(status), plan.table, data);
+    return sendRecords(deps, reply.status(status), plan.table, data, expanded);
   });
 
-  app.patch<TableParams>(path, async (request, reply) => {
+  app.patch<TableParams>(path, { config: { expand: true } }, async (request, reply) => {
     const ctx = writeContext(request);
-    const { plan, data } = await withTable(deps, request.params.table, async (table) => {
+    const { plan, data, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const expand = expandOf(request.query, table);
       const plan = planBulk('bulk-update', table, parseBulkUpdate(request.body, table));
-      return { plan, data: await bulkUpdate(writer, plan, ctx) };
+      const data = await bulkUpdate(writer, plan, ctx);
+      return { plan, data, expanded: await expandRows(deps, table, data, expand) };
     });
-    return sendRecords(deps, reply, plan.table, data);
+    return sendRecords(deps, reply, plan.table, data, expanded);
   });
 
   app.delete<TableParams>(path, async (request) => {
@@ -36,12 +42,16 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
     return { data: await withTable(deps, request.params.table, (table) => bulkDelete(writer, planBulk('bulk-delete', table, parseBulkDelete(request.body)), ctx)) };
   });
 
-  app.post('/api/rows-batch', async (request, reply) => {
+  app.post('/api/rows-batch', { config: { expand: true } }, async (request, reply) => {
     const ctx = writeContext(request);
     // Every table of the batch planned again against the tables as they are now when a field of one was removed while it ran.
-    const results = await rerunOnSchemaChange(deps, async (fresh) =>
-      runBatch(writer, planBatch(parseBatch(request.body, await writer.batchTables(batchTableRefs(request.body), fresh))), ctx),
-    );
-    return sendBatch(deps, reply, results);
+    const { results, expanded } = await rerunOnSchemaChange(deps, async (fresh) => {
+      const tables = await writer.batchTables(batchTableRefs(request.body), fresh);
+      const expand = request.query && Object.hasOwn(request.query, 'expand') ? batchExpandOf(request.query, tables.values()) : [];
+      const results = await runBatch(writer, planBatch(parseBatch(request.body, tables)), ctx);
+      const expanded = expand.length > 0 ? await expandLinks(deps.database.db, deps.database.dialect, deps.catalog, results, expand) : undefined;
+      return { results, expanded };
+    });
+    return sendBatch(deps, reply, results, expanded);
   });
 }

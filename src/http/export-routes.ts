@@ -3,6 +3,7 @@ import { readExportQuery } from '../domain/requests/export-query.ts';
 import { exportStream } from '../export/export-stream.ts';
 import { FORMAT_INFO } from '../export/formats.ts';
 import { planExport } from '../plan/export-plan.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { withTable } from '../store/execute.ts';
 
@@ -11,7 +12,7 @@ export function exportRoutes(app: FastifyInstance, deps: RowsDeps): void {
   app.get<{ Params: { table: string } }>('/api/tables/:table/rows-export', async (request, reply) => {
     // Planned again when the table's fields change under it (store/execute.ts withTable), up to its first rows.
     const { plan, file } = await withTable(deps, request.params.table, async (table) => {
-      const plan = planExport(table, readExportQuery(request.query as Record<string, unknown>, table));
+      const plan = planExport(table, readExportQuery(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table)));
       return { plan, file: await exportStream(deps, plan) };
     });
     const info = FORMAT_INFO[plan.format];

@@ -10,6 +10,12 @@ import { writeContext } from './auth.ts';
 import { planRowCreate, planRowDelete, planRowRead, planRowUpdate } from '../plan/row-plans.ts';
 import { createRow, deleteRow, readPage, readRow, updateRow, withTable } from '../store/execute.ts';
 import { sendPage, sendRecord } from '../render/row-responses.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
+import { type Expanded, expandLinks } from '../store/links/expand.ts';
+import { expandOf } from '../domain/requests/expand.ts';
+import type { FieldDef } from '../domain/field-types/field-type.ts';
+import type { RawRow } from '../domain/row.ts';
+import type { TableDef } from '../domain/table.ts';
 
 export interface RowsDeps {
   database: Database;
@@ -23,6 +29,12 @@ export interface RowsDeps {
 type TableParams = { Params: { table: string } };
 type RowParams = { Params: { table: string; rowId: string } };
 
+/** The rows an answer's expanded link fields name (none asked: nothing read). */
+export async function expandRows(deps: RowsDeps, table: TableDef, rows: readonly RawRow[], fields: readonly FieldDef[]): Promise<Expanded | undefined> {
+  if (fields.length === 0) return undefined;
+  return expandLinks(deps.database.db, deps.database.dialect, deps.catalog, rows.map((row) => ({ table, row })), fields);
+}
+
 /**
  * Single-row routes and the keyset-paged list (the seed spec's "Table rows", CONTRACT §5-6). Each
  * handler: the request parsed against its table (domain/requests/), planned (plan/), executed
@@ -33,36 +45,45 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
   const base = '/api/tables/:table/rows';
 
   app.get<TableParams>(base, async (request, reply) => {
-    const { q, plan, page } = await withTable(deps, request.params.table, async (table) => {
-      const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
-      const plan = planRowRead(table, q.selection, q.after, q.pageSize);
-      return { q, plan, page: await readPage(deps, plan) };
+    const { q, plan, page, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const q = parseRowList(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table), deps.secret);
+      const plan = planRowRead(table, q.selection, q.after, q.pageSize, q.expand);
+      const page = await readPage(deps, plan);
+      return { q, plan, page, expanded: await expandRows(deps, table, page.rows, q.expand) };
     });
-    return sendPage(deps, reply, request.params.table, q, plan, page);
+    return sendPage(deps, reply, request.params.table, q, plan, page, expanded);
   });
 
   app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
-    const { table, raw } = await withTable(deps, request.params.table, async (table) => ({ table, raw: await readRow(deps, table, request.params.rowId) }));
+    const { table, raw, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const expand = expandOf(request.query, table);
+      const raw = await readRow(deps, table, request.params.rowId);
+      return { table, raw, expanded: raw ? await expandRows(deps, table, [raw], expand) : undefined };
+    });
     if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
-    return sendRecord(deps, reply, table, raw);
+    return sendRecord(deps, reply, table, raw, expanded);
   });
 
-  app.post<TableParams>(base, async (request, reply) => {
+  app.post<TableParams>(base, { config: { expand: true } }, async (request, reply) => {
     const ctx = writeContext(request);
-    const { plan, result } = await withTable(deps, request.params.table, async (table) => {
+    const { plan, result, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const expand = expandOf(request.query, table);
       const plan = planRowCreate(table, request.params.table, parseRowCreate(request.body, table), rows);
-      return { plan, result: await createRow(deps, plan, ctx) };
+      const result = await createRow(deps, plan, ctx);
+      return { plan, result, expanded: await expandRows(deps, table, [result.row], expand) };
     });
-    return sendRecord(deps, reply.status(result.created ? 201 : 200), plan.table, result.row);
+    return sendRecord(deps, reply.status(result.created ? 201 : 200), plan.table, result.row, expanded);
   });
 
-  app.patch<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.patch<RowParams>(`${base}/:rowId`, { config: { expand: true } }, async (request, reply) => {
     const ctx = writeContext(request);
-    const { plan, row } = await withTable(deps, request.params.table, async (table) => {
+    const { plan, row, expanded } = await withTable(deps, request.params.table, async (table) => {
+      const expand = expandOf(request.query, table);
       const plan = planRowUpdate(table, request.params.table, request.params.rowId, parseRowPatch(request.body, table), rows);
-      return { plan, row: await updateRow(deps, plan, ctx) };
+      const row = await updateRow(deps, plan, ctx);
+      return { plan, row, expanded: await expandRows(deps, table, [row], expand) };
     });
-    return sendRecord(deps, reply, plan.table, row);
+    return sendRecord(deps, reply, plan.table, row, expanded);
   });
 
   app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {

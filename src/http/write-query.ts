@@ -8,6 +8,13 @@ function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Erro
   done(invalid(keys.map((path) => ({ path, message: 'unknown query parameter; this route takes none' })), 'Invalid query'));
 }
 
+/** Row writes whose answer can expand links take `expand` (checked by the route) and nothing else. */
+function rejectQueryButExpand(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
+  const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {}).filter((k) => k !== 'expand');
+  if (keys.length === 0) return done();
+  done(invalid(keys.map((path) => ({ path, message: 'unknown query parameter; this route takes only expand' })), 'Invalid query'));
+}
+
 /**
  * One rule for every write route of the /api plugin (api-plugin.ts), attached to those routes only
  * (call before registering them): reads pay nothing for it.
@@ -19,6 +26,7 @@ export function installWriteQueryRule(api: FastifyInstance): void {
     // A write whose options are query parameters (its body is a file) checks them itself.
     if ((route.config as { queryOptions?: boolean } | undefined)?.queryOptions) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
-    route.preValidation = [...existing, rejectQuery];
+    const expands = (route.config as { expand?: boolean } | undefined)?.expand === true;
+    route.preValidation = [...existing, expands ? rejectQueryButExpand : rejectQuery];
   });
 }

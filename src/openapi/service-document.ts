@@ -274,7 +274,7 @@ function allResourcePaths({ spec, queryable }: DocumentedResource): Record<strin
 const TABLE_PARAM = '{tableIdOrCode}';
 
 /** A table with no fields, named by the path parameter: the per-table document of it is the rows routes of any table. */
-const ANY_TABLE: TableDef = { id: TABLE_PARAM, code: null, name: 'any table', version: 1, physical: '', fields: [], fieldsByCode: new Map(), hasFiles: false, compiled: new CompiledTable([]) };
+const ANY_TABLE: TableDef = { id: TABLE_PARAM, code: null, name: 'any table', version: 1, physical: '', fields: [], fieldsByCode: new Map(), hasFiles: false, incoming: [], compiled: new CompiledTable([]) };
 
 /** A row's values in the service's document: any fields, which each table's own document describes. */
 const openValues = (description: string): Schema => ({

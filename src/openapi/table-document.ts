@@ -5,6 +5,8 @@ import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts
 import type { TableDef } from '../domain/table.ts';
 import { aggregatePath, aggregateSchemas } from './aggregate-document.ts';
 import { streamPaths } from './stream-paths.ts';
+import { isLinkField, linkConditionSchema } from '../domain/field-types/link.ts';
+import { MAX_EXPAND } from '../domain/requests/expand.ts';
 
 /**
  * The OpenAPI 3.1 document of one table's row API (CONTRACT §10): every rows route at its concrete
@@ -17,7 +19,10 @@ const UPLOAD_URLS_MAX = 50;
 
 /** The filter operators of a field (ANDed), and the schema of each one's operand. */
 function conditionSchema(field: FieldDef, type: FieldType = fieldType(field.type)): Schema {
-  const compared = fieldType(type.comparisonType ?? type.name).valueSchema({ ...field, options: {} });
+  if (isLinkField(field)) return linkConditionSchema(field);
+  // A filter's operand is written as a value is (a date-time's seconds are optional).
+  const as = fieldType(type.comparisonType ?? type.name);
+  const compared = as.writeSchema ? as.writeSchema({ ...field, options: {} }) : as.valueSchema({ ...field, options: {} });
   const properties: Record<string, Schema> = { _isNull: { type: 'boolean' } };
   for (const op of type.filterOps) properties[op] = op === '_contains' && type.name === 'list' ? {} : compared;
   return { type: 'object', properties, additionalProperties: false, minProperties: 1 };
@@ -196,6 +201,20 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
   const sort = jsonParam('sort', 'Their order.', ref('Sort'));
   const tag = [label];
   const streams = streamPaths(t, tag, filter, rowIdParam);
+  const linkCodes = table.fields.filter(isLinkField).map((f) => f.code);
+  // `expand` where the table has link fields (CONTRACT §11).
+  const expand: Schema[] =
+    linkCodes.length === 0
+      ? []
+      : [
+          {
+            name: 'expand',
+            in: 'query',
+            required: false,
+            description: `Link fields (comma-separated codes, at most ${MAX_EXPAND}) whose ids the answer replaces with the linked rows' records, one level: ${linkCodes.join(', ')}.`,
+            schema: { type: 'string' },
+          },
+        ];
   return {
     openapi: '3.1.0',
     info: { title: `Rowhouse table ${label}: ${table.name}`, version: String(table.version), description: `The row API of table ${label} (id ${table.id}), version ${table.version} of its fields.` },
@@ -213,6 +232,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
             filter,
             sort,
             { name: 'cursor', in: 'query', required: false, description: 'From the previous page’s `nextUrl`; only with the same filter and sort.', schema: { type: 'string' } },
+            ...expand,
           ],
           responses: { 200: { ...jsonResponse('The page; follow `nextUrl` until it is null.', ref('RowList')), headers: { Link: { description: '`<nextUrl>; rel="next"` while there is a next page.', schema: { type: 'string' } } } }, ...errorResponses(400, 401, 404) },
         },
@@ -220,6 +240,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           operationId: 'createRow',
           tags: tag,
           summary: 'Create a row (or, with options.upsert, update the one with that id)',
+          parameters: expand,
           requestBody: jsonBody(ref('CreateRow')),
           responses: { 201: jsonResponse('Created.', ref('Row')), 200: jsonResponse('Updated (upsert of an existing id).', ref('Row')), ...errorResponses(400, 401, 404, 409, 413, 415) },
         },
@@ -227,21 +248,23 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
       [`${t}/rows-aggregate`]: aggregatePath(tag, filter, jsonParam),
       [`${t}/rows/{rowId}`]: {
         parameters: [rowIdParam],
-        get: { operationId: 'getRow', tags: tag, summary: 'One row', responses: { 200: jsonResponse('The row.', ref('Row')), ...errorResponses(401, 404) } },
+        get: { operationId: 'getRow', tags: tag, summary: 'One row', parameters: expand, responses: { 200: jsonResponse('The row.', ref('Row')), ...errorResponses(...(expand.length > 0 ? [400] : []), 401, 404) } },
         patch: {
           operationId: 'updateRow',
           tags: tag,
           summary: 'Update some fields of a row',
+          parameters: expand,
           requestBody: jsonBody(ref('UpdateRow')),
-          responses: { 200: jsonResponse('The row after the change.', ref('Row')), ...errorResponses(400, 401, 404, 413, 415) },
+          responses: { 200: jsonResponse('The row after the change.', ref('Row')), ...errorResponses(400, 401, 404, ...(linkCodes.length > 0 ? [409] : []), 413, 415) },
         },
-        delete: { operationId: 'deleteRow', tags: tag, summary: 'Delete a row', responses: { 204: { description: 'Deleted.' }, ...errorResponses(401, 404) } },
+        delete: { operationId: 'deleteRow', tags: tag, summary: 'Delete a row', responses: { 204: { description: 'Deleted.' }, ...errorResponses(401, 404, ...(table.incoming.length > 0 ? [409] : [])) } },
       },
       [`${t}/rows-bulk`]: {
         post: {
           operationId: 'createRows',
           tags: tag,
           summary: `Create up to ${BULK_MAX} rows, all or none`,
+          parameters: expand,
           requestBody: jsonBody({
             type: 'object',
             properties: {
@@ -257,6 +280,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           operationId: 'updateRows',
           tags: tag,
           summary: `Update up to ${BULK_MAX} rows, all or none`,
+          parameters: expand,
           requestBody: jsonBody({
             type: 'object',
             properties: { data: { type: 'array', maxItems: BULK_MAX, items: { type: 'object', properties: { id: ref('RowId'), values: ref('UpdateValues') }, required: ['id', 'values'], additionalProperties: false } } },
@@ -272,7 +296,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           requestBody: jsonBody({ type: 'object', properties: { ids: { type: 'array', maxItems: BULK_MAX, items: ref('RowId') } }, required: ['ids'], additionalProperties: false }),
           responses: {
             200: jsonResponse('The ids deleted.', { type: 'object', properties: { data: { type: 'array', items: { type: 'object', properties: { id: ref('RowId') }, required: ['id'], additionalProperties: false } } }, required: ['data'], additionalProperties: false }),
-            ...errorResponses(400, 401, 404, 413, 415),
+            ...errorResponses(400, 401, 404, ...(table.incoming.length > 0 ? [409] : []), 413, 415),
           },
         },
       },
@@ -289,6 +313,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
             { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000 } },
             filter,
             sort,
+            ...expand.map((p) => ({ ...p, description: `${p.description as string} jsonl only.` })),
           ],
           responses: {
             200: {
@@ -354,6 +379,15 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           tags: tag,
           summary: `Up to ${BULK_MAX} creates, updates and deletes in one transaction`,
           description: `Operations on this table’s rows (the batch may name other tables too; this document describes the operations on ${label}).`,
+          parameters: [
+            {
+              name: 'expand',
+              in: 'query',
+              required: false,
+              description: `Link field codes (comma-separated, at most ${MAX_EXPAND}): each applies to the operations whose table has a link field of that code; a code no table of the batch has is a 400.`,
+              schema: { type: 'string' },
+            },
+          ],
           requestBody: jsonBody({ type: 'object', properties: { operations: { type: 'array', maxItems: BULK_MAX, items: ref('BatchOperation') } }, required: ['operations'], additionalProperties: false }),
           responses: {
             200: jsonResponse('What each operation did, in order; `row` is null after a delete.', {

@@ -3,6 +3,7 @@ import type { RowSelection } from '../domain/requests/row-list-query.ts';
 import type { BatchOperation, RowPatch } from '../domain/requests/row-requests.ts';
 import type { RowCreate, RowValues } from '../domain/row-values.ts';
 import type { TableDef } from '../domain/table.ts';
+import type { FieldDef } from '../domain/field-types/field-type.ts';
 
 /**
  * Plans: what a parsed request (domain/requests/) asks of the store, as plain data; the second
@@ -27,6 +28,8 @@ export interface RowReadPlan {
   /** The sort values the page starts after (the cursor's), or null for the first page. */
   after: CursorValue[] | null;
   limit: number;
+  /** The link fields whose linked rows the answer carries (`expand`). */
+  expand: FieldDef[];
 }
 
 /** Writes to one table's rows. `tableRef` is the table as the request named it (id or code), for messages. */
@@ -56,10 +59,10 @@ export interface WriteModes {
 }
 
 /** GET /rows: the page the list request asks for. */
-export function planRowRead(table: TableDef, selection: RowSelection, after: CursorValue[] | null, limit: number): RowReadPlan {
+export function planRowRead(table: TableDef, selection: RowSelection, after: CursorValue[] | null, limit: number, expand: FieldDef[] = []): RowReadPlan {
   // Filter and sort texts as given: two requests written alike share one prepared statement.
   const shapeKey = JSON.stringify([selection.filterText ?? null, selection.sortText ?? null]);
-  return { kind: 'row-read', table, selection, shapeKey, after, limit };
+  return { kind: 'row-read', table, selection, shapeKey, after, limit, expand };
 }
 
 const singleMode = (modes: WriteModes, table: TableDef, oneStatement: boolean): TxMode =>

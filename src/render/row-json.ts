@@ -3,6 +3,9 @@ import type { Dialect } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
 import { systemJson } from '../domain/record-system-json.ts';
+import type { FieldDef } from '../domain/field-types/field-type.ts';
+import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
+import type { Expanded, Expansion } from '../store/links/expand.ts';
 
 /**
  * Row records (the seed spec's single-row shape) written as JSON text straight from the columns
@@ -18,13 +21,15 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
  * One record's JSON text. Timestamps are the service's own ISO strings: they need no escaping.
  * `links` signs the download URLs of file values (Files.links); a table with file fields needs it.
  */
-export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks): string {
+export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
   let values = '';
   // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
-  for (const { key, column, type } of table.compiled.fields) {
+  for (const { key, column, type, nullJson, field } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
-    if (v === null || v === undefined) text = 'null';
+    const expansion = expanded === undefined ? undefined : expanded.get(field.id);
+    if (expansion !== undefined) text = expandedJson(field, v, expansion, dialect);
+    else if (v === null || v === undefined) text = nullJson;
     else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
     values += values === '' ? key + text : `,${key}${text}`;
@@ -32,18 +37,28 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
+/** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
+function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
+  const records: string[] = [];
+  for (const id of linkIds(decodeLink(value, dialect))) {
+    const row = expansion.rows.get(id);
+    if (row !== undefined) records.push(recordJson(expansion.table, row, dialect));
+  }
+  return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+}
+
 /** Records as a JSON array's text. */
-export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks): string {
+export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
   let out = '[';
-  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect, links);
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect, links, expanded);
   return `${out}]`;
 }
 
 /** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */
-export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect, links?: FileLinks): string {
+export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
   let out = '{"data":[';
   results.forEach(({ type, table, row }, i) => {
-    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect, links)}}`;
+    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect, links, expanded)}}`;
   });
   return `${out}]}`;
 }

@@ -7,6 +7,7 @@ import type { TableDef } from '../domain/table.ts';
 import type { Files } from '../files/files.ts';
 import type { RowReadPlan } from '../plan/row-plans.ts';
 import type { Dialect } from '../store/dialect.ts';
+import type { Expanded } from '../store/links/expand.ts';
 import { JSON_TYPE, batchJson, recordJson, recordsJson } from './row-json.ts';
 
 /**
@@ -34,15 +35,15 @@ async function tableLinks(files: Files, table: TableDef, rows: readonly RawRow[]
 }
 
 /** One row: GET, POST, PATCH /rows. */
-export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: TableDef, row: RawRow): Promise<FastifyReply> {
+export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: TableDef, row: RawRow, expanded?: Expanded): Promise<FastifyReply> {
   const links = table.hasFiles ? await tableLinks(deps.files, table, [row]) : undefined;
-  return reply.type(JSON_TYPE).send(recordJson(table, row, deps.database.dialect, links));
+  return reply.type(JSON_TYPE).send(recordJson(table, row, deps.database.dialect, links, expanded));
 }
 
 /** Rows of one table as `{"data": [...]}`: the bulk writes. */
-export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[]): Promise<FastifyReply> {
+export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[], expanded?: Expanded): Promise<FastifyReply> {
   const links = table.hasFiles ? await tableLinks(deps.files, table, rows) : undefined;
-  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, rows, deps.database.dialect, links)}}`);
+  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, rows, deps.database.dialect, links, expanded)}}`);
 }
 
 /**
@@ -56,6 +57,7 @@ export async function sendPage(
   request: RowListRequest,
   plan: RowReadPlan,
   page: { rows: readonly RawRow[]; next: CursorValue[] | null },
+  expanded?: Expanded,
 ): Promise<FastifyReply> {
   let nextUrl: string | null = null;
   if (page.next) {
@@ -63,10 +65,10 @@ export async function sendPage(
     reply.header('link', `<${nextUrl}>; rel="next"`);
   }
   const links = plan.table.hasFiles ? await tableLinks(deps.files, plan.table, page.rows) : undefined;
-  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(plan.table, page.rows, deps.database.dialect, links)},"nextUrl":${JSON.stringify(nextUrl)}}`);
+  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(plan.table, page.rows, deps.database.dialect, links, expanded)},"nextUrl":${JSON.stringify(nextUrl)}}`);
 }
 
 /** What each operation of a batch did, in order. */
-export async function sendBatch(deps: RenderDeps, reply: FastifyReply, results: readonly { type: string; table: TableDef; row: RawRow | null }[]): Promise<FastifyReply> {
-  return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps.files, results)));
+export async function sendBatch(deps: RenderDeps, reply: FastifyReply, results: readonly { type: string; table: TableDef; row: RawRow | null }[], expanded?: Expanded): Promise<FastifyReply> {
+  return reply.type(JSON_TYPE).send(batchJson(results, deps.database.dialect, await linksFor(deps.files, results), expanded));
 }

@@ -1,5 +1,3 @@
-import { fieldType } from '../domain/field-types/registry.ts';
-import { fieldColumn } from '../domain/row-columns.ts';
 import type { Dialect } from './dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import { TableMemo } from '../domain/compiled-table.ts';
@@ -53,9 +51,9 @@ export function recordJsonSql(table: TableDef, alias: string, dialect: Dialect, 
         literal(',"values":{'),
       );
     }
-    table.fields.forEach((f, i) => {
-      const c = col(fieldColumn(f.id));
-      parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${value[fieldType(f.type).column](c)}, 'null')`);
+    table.compiled.fields.forEach((f, i) => {
+      const c = col(f.column);
+      parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${value[f.type.column](c)}, ${literal(f.nullJson)})`);
     });
     parts.push(literal('}}'));
     expr = concat(parts);

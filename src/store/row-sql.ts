@@ -4,6 +4,7 @@ import type { CursorValue } from '../domain/cursor.ts';
 import type { SortKey } from '../domain/row-sort.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
 import type { RowColumn } from '../domain/row-columns.ts';
+import { compileLinkFilter } from './links/link-sql.ts';
 
 /** Filters, orders and keyset conditions of row lists, compiled to SQL for either dialect. */
 
@@ -54,14 +55,22 @@ function compare(target: RowColumn, op: keyof typeof COMPARISONS, value: unknown
   return sql<SqlBool>`(${key} ${sql.raw(loose)} ${prefixOf(value as string, n)} and ${exact})`;
 }
 
-export function compileFilter(f: RowFilter, dialect: Dialect): RawBuilder<SqlBool> {
+/**
+ * A filter as SQL. `row` names the table (or alias) of the row it is about, for the links it
+ * follows: their subqueries refer to that row's id (compileLinkFilter, links/link-sql.ts).
+ * `level` is how many links the filter is inside of.
+ */
+export function compileFilter(f: RowFilter, dialect: Dialect, row?: string, level = 0): RawBuilder<SqlBool> {
   switch (f.kind) {
     case 'and':
     case 'or':
-      return joined(f.items.map((i) => compileFilter(i, dialect)), f.kind);
+      return joined(f.items.map((i) => compileFilter(i, dialect, row, level)), f.kind);
     case 'not':
       // The exact complement: a row whose compared value is null matches `_not`, as it does not match the inner filter.
-      return sql<SqlBool>`((${compileFilter(f.item, dialect)}) is not true)`;
+      return sql<SqlBool>`((${compileFilter(f.item, dialect, row, level)}) is not true)`;
+    case 'link':
+      if (row === undefined) throw new Error('compileFilter: a link filter needs the row it is about');
+      return compileLinkFilter(f, row, level, (inner, alias) => compileFilter(inner, dialect, alias, level + 1));
     case 'isNull':
       return f.isNull ? sql<SqlBool>`${sql.ref(f.target.column)} is null` : sql<SqlBool>`${sql.ref(f.target.column)} is not null`;
     case 'has':

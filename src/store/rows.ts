@@ -20,6 +20,8 @@ import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
 import type { ChangeLog } from './change-log.ts';
 import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
+import type { LinkWrites, WrittenRow } from './links/link-writes.ts';
+import { isLinkField } from '../domain/field-types/link.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -47,6 +49,8 @@ export class RowStore {
     private readonly files?: FileAttachments,
     /** The change log: every row write is recorded in its transaction. */
     private readonly changes?: ChangeLog,
+    /** Links between tables: a write's links checked and followed, a delete's onDelete applied, in its transaction. */
+    private readonly links?: LinkWrites,
   ) {
     this.dialect = database.dialect;
   }
@@ -83,7 +87,14 @@ export class RowStore {
    * statement: when it has files to attach. (Its change entry goes in with a lone write.)
    */
   needsTransaction(table: TableDef): boolean {
-    return table.hasFiles && this.files !== undefined;
+    return (table.hasFiles && this.files !== undefined) || (this.links?.concerns(table) ?? false);
+  }
+
+  /** After rows were written: their link values checked and followed (LinkWrites). */
+  private async linked(db: Db, table: TableDef, items: WrittenRow[], ctx: WriteContext, at?: (k: number, err: ServiceError) => unknown): Promise<void> {
+    if (!this.links || !items.some((item) => [...item.values.keys()].some(isLinkField))) return;
+    if (!db.isTransaction) throw new Error('a write to a table with link fields runs in a transaction (RowStore.needsTransaction)');
+    await this.links.written(db, this, table, items, ctx, at);
   }
 
   /** Rows written per table by each open transaction, for the statistics once it commits. */
@@ -164,7 +175,7 @@ export class RowStore {
     const values: Record<string, unknown> = {};
     for (const f of table.compiled.fields) {
       const v = raw[f.column];
-      values[f.code] = v === null || v === undefined ? null : f.type.fromDb(v, this.dialect);
+      values[f.code] = v === null || v === undefined ? f.nullValue : f.type.fromDb(v, this.dialect);
     }
     return {
       id: raw.id,
@@ -196,8 +207,10 @@ export class RowStore {
     try {
       const [row] = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, false).with(this.newRow(table, id, values, ctx)), { type: 'create' });
       this.wrote(db, table, 1);
+      await this.linked(db, table, [{ id, values, created: true }], ctx);
       return row;
     } catch (err) {
+      if (err instanceof ServiceError) throw err;
       throw toServiceError(err, this.dialect, { kind: 'row', id }) ?? err;
     }
   }
@@ -207,11 +220,16 @@ export class RowStore {
     await this.attachFiles(db, table, id, values, ctx.now);
     const rows = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, true).with(this.newRow(table, id, values, ctx)), { type: 'create' });
     this.wrote(db, table, rows.length);
+    if (rows.length > 0) await this.linked(db, table, [{ id, values, created: true }], ctx);
     return rows[0];
   }
 
-  /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
-  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
+  /**
+   * Partial update; undefined when there is no such row. updatedAt always moves, even within one
+   * millisecond. `links` false: a link value written by LinkWrites itself (the other side of a
+   * pair, an unlink), which has done what following it would do.
+   */
+  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, links = true): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
     await this.attachFiles(db, table, id, values, ctx.now);
     const changes = Object.entries(this.encode(values));
@@ -233,6 +251,7 @@ export class RowStore {
       changedFields: RowStore.changedFields(values),
     });
     this.wrote(db, table, rows.length);
+    if (links && rows.length > 0) await this.linked(db, table, [{ id, values, created: false }], ctx);
     return rows[0];
   }
 
@@ -289,6 +308,7 @@ export class RowStore {
     );
     const [raw] = await this.writeOne(db, table, ctx, t.with(this.newRow(table, id, values, ctx)), { type: 'upsert', changedFields: RowStore.changedFields(values) });
     this.wrote(db, table, 1);
+    await this.linked(db, table, [{ id, values, created: raw.inserted === true }], ctx);
     return { created: raw.inserted === true, row: raw };
   }
 
@@ -368,6 +388,7 @@ export class RowStore {
       logged = withEntries;
     }
     this.wrote(db, table, rows.length);
+    await this.linked(db, table, items.map(({ id, values }) => ({ id, values, created: true })), ctx, at);
     // The rows as the database would return them: the values as bound, which decode and render alike.
     const written = rows.map((row) => {
       const raw: Record<string, unknown> = {};
@@ -380,6 +401,7 @@ export class RowStore {
   }
 
   async deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void> {
+    if (this.links?.concerns(table)) await this.links.beforeDelete(db, this, table, ids, ctx);
     await this.files?.beforeDelete(db, table, ids, ctx.now);
     for (let i = 0; i < ids.length; i += 500) {
       await db.deleteFrom(table.physical).where('id', 'in', ids.slice(i, i + 500)).execute();
@@ -390,6 +412,7 @@ export class RowStore {
 
   async delete(db: Db, table: TableDef, id: string, ctx: WriteContext): Promise<boolean> {
     if (!ROW_ID.test(id)) return false;
+    if (this.links?.concerns(table)) await this.links.beforeDelete(db, this, table, [id], ctx);
     await this.files?.beforeDelete(db, table, [id], ctx.now);
     const t = this.template(db, table, 'delete', (d, arg) => d.deleteFrom(table.physical).where('id', '=', arg(0)).returning('id'), 'byId');
     const deleted = (await this.writeOne(db, table, ctx, t.with([id]), { type: 'delete' })).length;
@@ -455,7 +478,7 @@ export class RowStore {
   pageQuery(db: Db, table: TableDef, q: Omit<PageQuery, 'limit'> & { limit: number | null }): CompiledQuery {
     const build = (after: CursorValue[] | null, limit: unknown) => {
       let query = db.selectFrom(table.physical).select(this.columns(table));
-      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect));
+      if (q.filter) query = query.where(compileFilter(q.filter, this.dialect, table.physical));
       if (after) query = query.where(afterCursor(q.keys, after, this.dialect));
       query = query.orderBy(orderBy(q.keys, this.dialect, q.filter));
       return limit === null ? query : query.limit(limit as number);

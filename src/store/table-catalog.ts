@@ -6,6 +6,7 @@ import type { ValueCodec } from '../domain/value-codec.ts';
 import type { Database } from './database.ts';
 import { MetadataCache } from './metadata-cache.ts';
 import { isFileField } from '../domain/field-types/file.ts';
+import type { IncomingLink } from '../domain/field-types/link.ts';
 import type { MetaDb } from './meta-schema.ts';
 import { cachedTemplate } from './query-template.ts';
 import { physicalTable } from './user-tables.ts';
@@ -32,6 +33,17 @@ export async function loadFields(db: MetaDb, codec: ValueCodec, tableIds: string
   return byTable;
 }
 
+/** The link fields, of every table, whose target is the table `tableId`. */
+export async function loadIncomingLinks(db: MetaDb, codec: ValueCodec, tableId: string): Promise<IncomingLink[]> {
+  const rows = await db.selectFrom('rh_fields').select(['id', 'tableId', 'code', 'name', 'type', 'required', 'options']).where('type', '=', 'link').execute();
+  const out: IncomingLink[] = [];
+  for (const { tableId: holder, required, options, ...field } of rows) {
+    const decoded = codec.decodeJson(options) as Record<string, unknown>;
+    if (decoded.table === tableId) out.push({ tableId: holder, field: { ...field, required: codec.decodeBoolean(required), options: decoded } });
+  }
+  return out;
+}
+
 /**
  * Resolves table references to definitions. A reference is answered from the memo until the
  * metadata changes (MetadataCache); then the table's version is read again (one indexed row), and
@@ -53,6 +65,11 @@ export class TableCatalog {
   /** The table named by id or code, or undefined; answered at once (no promise) when the memo holds it. */
   find(db: MetaDb, idOrCode: string): TableDef | undefined | Promise<TableDef | undefined> {
     return this.memo.peek(db, idOrCode) ?? this.findLoading(db, idOrCode);
+  }
+
+  /** The table named by id or code if the memo holds it now, else undefined (nothing is loaded). */
+  peek(db: MetaDb, idOrCode: string): TableDef | undefined {
+    return this.memo.peek(db, idOrCode);
   }
 
   /**
@@ -89,6 +106,7 @@ export class TableCatalog {
       fields,
       fieldsByCode: new Map(fields.map((f) => [f.code, f])),
       hasFiles: fields.some(isFileField),
+      incoming: await loadIncomingLinks(db, this.codec, row.id),
       compiled: new CompiledTable(fields),
     };
     this.cache.set(def.id, def);

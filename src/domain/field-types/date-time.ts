@@ -14,4 +14,10 @@ export const dateTimeType: FieldType = {
   filterOps: ORDER_OPS,
   sortable: true,
   valueSchema: () => ({ type: 'string', format: 'date-time' }),
+  // As written: seconds may be left out (09:30Z), which `format: date-time` (RFC 3339) would refuse.
+  writeSchema: () => ({
+    type: 'string',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?([Zz]|[+-]\\d{2}:?\\d{2})$',
+    description: 'An ISO 8601 date-time with an offset; seconds and fractions are optional (2024-05-01T09:30Z). Read back in UTC with milliseconds.',
+  }),
 };

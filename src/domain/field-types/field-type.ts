@@ -2,7 +2,7 @@ import type { ColumnKind, ValueCodec } from '../value-codec.ts';
 import type { FileLink, StoredFile } from '../file-value.ts';
 
 export const FIELD_TYPE_NAMES = [
-  'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file',
+  'text', 'number', 'boolean', 'dateTime', 'date', 'time', 'yearMonth', 'select', 'record', 'list', 'file', 'link',
 ] as const;
 export type FieldTypeName = (typeof FIELD_TYPE_NAMES)[number];
 
@@ -69,6 +69,8 @@ export interface FieldType {
   jsonFromDb?(raw: unknown, codec: ValueCodec): string;
   /** A read value (never null) as the API returns it, given how to sign its download URL (files only). */
   withLinks?(value: unknown, link: (file: StoredFile) => FileLink): unknown;
+  /** The value read where the column holds null; default null (a multiple link: []). */
+  nullValue?(field: FieldDef): unknown;
   /** A read value (never null) as a JSONL export line carries it; default: as read. */
   toExport?(value: unknown): unknown;
   /** JSON Schema of its value in `values` as read (and as written, unless writeSchema says otherwise), for OpenAPI. */

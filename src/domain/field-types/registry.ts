@@ -3,6 +3,7 @@ import { dateTimeType } from './date-time.ts';
 import { dateType } from './date.ts';
 import { FIELD_TYPE_NAMES, type FieldDef, type FieldType, type FieldTypeName } from './field-type.ts';
 import { fileType } from './file.ts';
+import { linkType } from './link.ts';
 import { listType } from './list.ts';
 import { numberType } from './number.ts';
 import { recordType } from './record.ts';
@@ -24,6 +25,7 @@ const registry: Record<FieldTypeName, FieldType> = {
   record: recordType,
   list: listType,
   file: fileType,
+  link: linkType,
 };
 
 export function isFieldTypeName(name: unknown): name is FieldTypeName {
@@ -52,3 +54,9 @@ export function isIndexed(field: FieldDef): boolean {
 }
 
 export { FIELD_TYPE_NAMES };
+
+/** The value a field reads as where its column holds null (CONTRACT §11: an empty multiple link reads []). */
+export function nullValueOf(field: FieldDef): unknown {
+  const type = registry[field.type];
+  return type.nullValue ? type.nullValue(field) : null;
+}

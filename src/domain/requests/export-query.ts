@@ -3,10 +3,12 @@ import { intParam, readQuery } from '../query-string.ts';
 import type { FieldLookup } from '../row-columns.ts';
 import { FILE_FORMATS, type FileFormat, TEXT_ENCODINGS, type TextEncoding } from '../file-formats.ts';
 import { type RowSelection, parseSelection } from './row-list-query.ts';
+import type { FieldDef } from '../field-types/field-type.ts';
+import { parseExpand } from './expand.ts';
 
 /** GET /rows-export's query string (the seed spec's "Export rows", CONTRACT §7). */
 
-const EXPORT_PARAMS = ['format', 'encoding', 'newline', 'header', 'limit', 'filter', 'sort'] as const;
+const EXPORT_PARAMS = ['format', 'encoding', 'newline', 'header', 'limit', 'filter', 'sort', 'expand'] as const;
 type ExportParam = (typeof EXPORT_PARAMS)[number];
 const NEWLINES = ['crlf', 'lf'] as const;
 
@@ -24,6 +26,8 @@ export interface ExportQuery {
   header: boolean;
   limit: number | null;
   selection: RowSelection;
+  /** Link fields whose linked rows each line carries (jsonl only). */
+  expand: FieldDef[];
 }
 
 /** Reads and checks the whole query; every problem is reported in one 400 (CONTRACT §3). */
@@ -41,6 +45,8 @@ export function readExportQuery(query: Record<string, unknown>, table: FieldLook
   }
   const limit = params.limit === undefined ? null : intParam('limit', params.limit, 1, 1000, 1000, details);
   const selection = parseSelection(params, table, details);
+  const expand = parseExpand(params.expand, table, details);
+  if (expand.length > 0 && format !== undefined && format !== 'jsonl') details.push({ path: 'expand', message: 'is for jsonl exports: a csv or tsv cell holds ids' });
   if (details.length > 0 || !format || !encoding || !newline) throw invalid(details, 'Invalid export query');
-  return { format, encoding, newline, header: params.header !== 'false', limit, selection };
+  return { format, encoding, newline, header: params.header !== 'false', limit, selection, expand };
 }

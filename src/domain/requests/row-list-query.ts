@@ -5,6 +5,8 @@ import type { FieldLookup } from '../row-columns.ts';
 import { type RowFilter, parseRowFilter } from '../row-filter.ts';
 import { throwIfInvalid } from '../row-values.ts';
 import { type SortKey, effectiveSort, parseRowSort } from '../row-sort.ts';
+import type { FieldDef } from '../field-types/field-type.ts';
+import { parseExpand } from './expand.ts';
 
 /**
  * The query string of a row list or export, read into typed values. Every reader adds its
@@ -45,9 +47,12 @@ export interface RowListRequest {
   after: CursorValue[] | null;
   /** What the next page's cursor is bound to. */
   binding: string;
+  /** The link fields to expand (`expand`, CONTRACT §11), and the parameter as given, repeated in nextUrl. */
+  expand: FieldDef[];
+  expandText: string | undefined;
 }
 
-const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor'] as const;
+const LIST_PARAMS = ['pageSize', 'filter', 'sort', 'cursor', 'expand'] as const;
 
 /** Parses and checks a list's query string against the table; every problem at once, as one 400. */
 export function parseRowList(query: Record<string, unknown>, table: FieldLookup, secret: string): RowListRequest {
@@ -55,11 +60,12 @@ export function parseRowList(query: Record<string, unknown>, table: FieldLookup,
   const params = readQuery(query, LIST_PARAMS, details);
   const pageSize = intParam('pageSize', params.pageSize, 1, 200, 50, details);
   const selection = parseSelection(params, table, details);
+  const expand = parseExpand(params.expand, table, details);
   throwIfInvalid(details, 'Invalid list query');
   const keyColumns = selection.keys.map((k) => `${k.target.column}:${k.target.type.name}`);
   const binding = cursorBinding(table.id, selection.canonical.filter, selection.canonical.sort, keyColumns);
   const after = params.cursor === undefined ? null : readCursor(secret, params.cursor, binding, selection.keys.length);
-  return { pageSize, selection, after, binding };
+  return { pageSize, selection, after, binding, expand, expandText: params.expand };
 }
 
 /** The query string of the page after this one: the request's own parameters and the cursor. */
@@ -67,6 +73,7 @@ export function nextPageQuery(request: RowListRequest, cursor: string): string {
   const next = new URLSearchParams({ pageSize: String(request.pageSize) });
   if (request.selection.filterText !== undefined) next.set('filter', request.selection.filterText);
   if (request.selection.sortText !== undefined) next.set('sort', request.selection.sortText);
+  if (request.expandText !== undefined) next.set('expand', request.expandText);
   next.set('cursor', cursor);
   return next.toString();
 }

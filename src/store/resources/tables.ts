@@ -11,6 +11,7 @@ import type { Dialect } from '../dialect.ts';
 import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
 import { loadFields } from '../table-catalog.ts';
 import { type FieldChanges, applyFieldChanges, createUserTable, dropUserTable, hasNulls, hasRows, physicalTable } from '../user-tables.ts';
+import { deleteTableLinks, planLinkFields } from '../links/link-schema.ts';
 import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /** Table definitions (CONTRACT §4): metadata rows plus the DDL of the real table, in one transaction. */
@@ -240,8 +241,11 @@ export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion =
       async afterInsert(tx, item, input, ctx) {
         const plan = reviewFields([], (input.fields as FieldInput[] | undefined) ?? []);
         if (plan.problems.length > 0) throw invalid(plan.problems, 'Invalid table');
+        const links = await planLinkFields(tx, dialect, { id: item.id, code: (item.code as string | null) ?? null }, [], plan.changes, plan.index);
+        if (links.problems.length > 0) throw invalid(links.problems, 'Invalid table');
         await saveFields(tx, dialect, item.id, plan.changes, ctx, new Set());
         await createUserTable(tx, dialect, item.id, plan.changes.fields);
+        await links.apply(tx, ctx);
       },
       async beforeUpdate(tx, before, changes, input, ctx) {
         changes.version = sql`${sql.ref('version')} + 1`;
@@ -252,10 +256,13 @@ export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion =
           const existing = (await loadFields(tx, dialect, [tableId])).get(tableId) ?? [];
           const plan = reviewFields(existing, input.fields as FieldInput[]);
           problems.push(...plan.problems, ...(await requiredProblems(tx, tableId, plan)));
-          if (problems.length === 0) {
+          const links = problems.length === 0 ? await planLinkFields(tx, dialect, { id: tableId, code: (input.code as string | undefined) ?? (before.code as string | null) ?? null }, existing, plan.changes, plan.index) : null;
+          if (links) problems.push(...links.problems);
+          if (links && problems.length === 0) {
             await releaseCodes(tx, tableId);
             await saveFields(tx, dialect, tableId, plan.changes, ctx, new Set(existing.map((f) => f.id)));
             await applyFieldChanges(tx, dialect, tableId, plan.changes);
+            await links.apply(tx, ctx);
             const removedFiles = plan.changes.removed.filter(isFileField).map((f) => f.id);
             if (removedFiles.length > 0) await files?.releaseTable(tx, tableId, removedFiles);
           }
@@ -264,6 +271,7 @@ export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion =
       },
       async beforeDelete(tx, item, ctx) {
         await lockTable(tx, item.id);
+        await deleteTableLinks(tx, dialect, item.id);
         await changes?.tableDeleted(tx, { id: item.id, physical: physicalTable(item.id) }, ctx);
         await tx.deleteFrom('rh_fields').where('tableId', '=', item.id).execute();
         await dropUserTable(tx, dialect, item.id);

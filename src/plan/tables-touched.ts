@@ -1,0 +1,60 @@
+import type { FieldDef } from '../domain/field-types/field-type.ts';
+import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
+import type { TableDef } from '../domain/table.ts';
+import type { RowFilter } from '../domain/row-filter.ts';
+import type { RowReadPlan } from './row-plans.ts';
+
+/**
+ * The tables a request reads besides the one it names: those its link filters look through and
+ * those its `expand` reads rows of (CONTRACT §11). For access checks (scoped keys, CONTRACT §12):
+ * a key allowed to read the named table only must not read the others through it.
+ */
+
+/** The ids of the tables a filter's `_some`, `_none`, `_every` and `_has` look into, at every depth. */
+export function filterTables(filter: RowFilter | null, into = new Set<string>()): Set<string> {
+  if (filter === null) return into;
+  switch (filter.kind) {
+    case 'and':
+    case 'or':
+      for (const item of filter.items) filterTables(item, into);
+      break;
+    case 'not':
+      filterTables(filter.item, into);
+      break;
+    case 'link':
+      into.add(filter.table);
+      if (filter.mode !== 'linksTo') filterTables(filter.filter, into);
+      break;
+  }
+  return into;
+}
+
+/** The ids of the tables expanded link fields read rows of. */
+export function expandTables(fields: readonly FieldDef[], into = new Set<string>()): Set<string> {
+  for (const f of fields) into.add(linkOptions(f).table);
+  return into;
+}
+
+/** Every table a read plan touches: its own first, then those of its link filters and its expand. */
+export function readPlanTables(plan: RowReadPlan): string[] {
+  const others = expandTables(plan.expand, filterTables(plan.selection.filter));
+  others.delete(plan.table.id);
+  return [plan.table.id, ...others];
+}
+
+/**
+ * The tables whose rows a write to `table` may change besides its own (CONTRACT §11): writing
+ * values, the tables of its pairs' other fields (their values follow); deleting rows, the tables
+ * whose links point at it (unlink rewrites their values, cascade deletes their rows, further
+ * cascades not included).
+ */
+export function writeTables(table: TableDef, kind: 'write' | 'delete'): string[] {
+  const out = new Set<string>();
+  if (kind === 'write') {
+    for (const f of table.fields) if (isLinkField(f) && linkOptions(f).inverseField !== undefined) out.add(linkOptions(f).table);
+  } else {
+    for (const l of table.incoming) out.add(l.tableId);
+  }
+  out.delete(table.id);
+  return [...out];
+}

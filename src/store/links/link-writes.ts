@@ -1,0 +1,255 @@
+import { ROW_ID } from '../../domain/codes.ts';
+import { ServiceError, invalid } from '../../domain/errors.ts';
+import type { FieldDef } from '../../domain/field-types/field-type.ts';
+import { type EdgeSide, edgesOf, isLinkField, decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
+import { fieldColumn } from '../../domain/row-columns.ts';
+import type { RawRow } from '../../domain/row.ts';
+import type { TableDef } from '../../domain/table.ts';
+import type { Database, Db } from '../database.ts';
+import type { WriteContext } from '../resources/resource-spec.ts';
+import type { TableCatalog } from '../table-catalog.ts';
+
+/**
+ * Links kept whole on every write (CONTRACT §11): the ids a write names exist (locked against a
+ * concurrent delete on PostgreSQL until it commits), the edges follow the values, the other side
+ * of a pair follows (an update, with its change entry, of each row whose inverse value changed),
+ * and deleting rows applies each link's onDelete to the rows linking to them. RowStore calls it
+ * inside the write's transaction (its tables' writes always run in one: RowStore.needsTransaction).
+ */
+
+/** What a link maintenance asks of the row store: the other side's rows updated and cascaded deletes, without coming back here for what it already did. */
+export interface LinkRowWrites {
+  update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, links?: boolean): Promise<RawRow | undefined>;
+  deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void>;
+}
+
+/** One row just written: its id, the values written, and whether it is new (so it had no links before). */
+export interface WrittenRow {
+  id: string;
+  values: Map<FieldDef, unknown>;
+  created: boolean;
+}
+
+const CHUNK = 500;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+export class LinkWrites {
+  /** Per open transaction, the rows being deleted (`tableId:rowId`): cascades stop at them, so cycles end. */
+  private readonly deleting = new WeakMap<Db, Set<string>>();
+
+  constructor(
+    private readonly database: Database,
+    private readonly catalog: TableCatalog,
+  ) {}
+
+  /** Whether writes to the table need link maintenance. */
+  concerns(table: TableDef): boolean {
+    return table.incoming.length > 0 || table.fields.some(isLinkField);
+  }
+
+  /**
+   * A table's definition: from the catalog's memo where it holds it (the transaction's own reads
+   * would load it anew every time), else read in the transaction (never on another connection of
+   * the pool, which writers holding theirs could exhaust).
+   */
+  private async tableOf(tx: Db, id: string): Promise<TableDef> {
+    const table = this.catalog.peek(this.database.db, id) ?? (await this.catalog.find(tx, id));
+    if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
+    return table;
+  }
+
+  /** The ids among `ids` that are rows of `table`, locked (PostgreSQL) so that none is deleted before this transaction ends. */
+  private async existing(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    const sorted = [...new Set(ids)].filter((id) => ROW_ID.test(id)).sort();
+    for (const part of chunks(sorted)) {
+      let q = tx.selectFrom(table.physical).select('id').where('id', 'in', part).orderBy('id');
+      if (this.database.dialect.lockRows) q = q.forKeyShare();
+      for (const r of await q.execute()) found.add(r.id as string);
+    }
+    return found;
+  }
+
+  /**
+   * After rows of `table` were written: for each link field written, its ids checked, its edges
+   * made to match, and for a pair the other side's values updated. `at(k, err)` places an error
+   * of row k within the request (a bulk's `data[k]`).
+   */
+  async written(tx: Db, rows: LinkRowWrites, table: TableDef, items: WrittenRow[], ctx: WriteContext, at: (k: number, err: ServiceError) => unknown = (_k, err) => err): Promise<void> {
+    for (const field of table.fields) {
+      if (!isLinkField(field)) continue;
+      const writes = items.flatMap((item, k) => (item.values.has(field) ? [{ k, item, ids: linkIds(item.values.get(field)) }] : []));
+      if (writes.length > 0) await this.fieldWritten(tx, rows, table, field, writes, ctx, at);
+    }
+  }
+
+  private async fieldWritten(
+    tx: Db,
+    rows: LinkRowWrites,
+    table: TableDef,
+    field: FieldDef,
+    writes: { k: number; item: WrittenRow; ids: string[] }[],
+    ctx: WriteContext,
+    at: (k: number, err: ServiceError) => unknown,
+  ): Promise<void> {
+    const options = linkOptions(field);
+    const target = options.table === table.id ? table : await this.tableOf(tx, options.table);
+    const found = await this.existing(tx, target, writes.flatMap((w) => w.ids));
+    for (const { k, ids } of writes) {
+      const missing = ids.find((id) => !found.has(id));
+      if (missing !== undefined) {
+        throw at(k, invalid([{ path: `values.${field.code}`, message: `no row ${missing} in table ${target.code ?? target.id}` }], 'Invalid link'));
+      }
+    }
+    const edges = edgesOf(field);
+    // The links the rows had: none for a new row.
+    const before = new Map<string, Set<string>>();
+    const old = writes.filter((w) => !w.item.created).map((w) => w.item.id);
+    for (const part of chunks(old)) {
+      const found = await tx.selectFrom(edges.table).select([edges.mine, edges.other]).where(edges.mine, 'in', part).execute();
+      for (const e of found) {
+        const mine = e[edges.mine] as string;
+        const set = before.get(mine) ?? new Set<string>();
+        set.add(e[edges.other] as string);
+        before.set(mine, set);
+      }
+    }
+    /** For the other side of a pair: per target row, the rows that now link to it, and those that no longer do, in order. */
+    const added = new Map<string, string[]>();
+    const removed = new Map<string, string[]>();
+    const toInsert: Record<string, string>[] = [];
+    const toDelete: { mine: string; other: string }[] = [];
+    for (const { item, ids } of writes) {
+      const had = before.get(item.id) ?? new Set<string>();
+      const now = new Set(ids);
+      for (const id of ids) {
+        if (had.has(id)) continue;
+        toInsert.push({ [edges.mine]: item.id, [edges.other]: id });
+        added.set(id, [...(added.get(id) ?? []), item.id]);
+      }
+      for (const id of had) {
+        if (now.has(id)) continue;
+        toDelete.push({ mine: item.id, other: id });
+        removed.set(id, [...(removed.get(id) ?? []), item.id]);
+      }
+    }
+    for (const e of toDelete) await tx.deleteFrom(edges.table).where(edges.mine, '=', e.mine).where(edges.other, '=', e.other).execute();
+    for (const part of chunks(toInsert)) await tx.insertInto(edges.table).values(part).execute();
+    if (options.inverseField === undefined) return;
+    const partner = target.fields.find((f) => f.id === options.inverseField);
+    if (!partner) throw new ServiceError('schema_changed', `table ${target.id} changed while the request ran; send it again`);
+    const partnerMultiple = linkOptions(partner).multiple;
+    if (!partnerMultiple) await this.singleSideHolds(tx, edges, partner, [...added.keys()]);
+    await this.followOtherSide(tx, rows, target, partner, partnerMultiple, added, removed, ctx);
+  }
+
+  /** A single side of a pair links to at most one row: a second link is refused (409), never moved silently. */
+  private async singleSideHolds(tx: Db, edges: EdgeSide, partner: FieldDef, targets: string[]): Promise<void> {
+    for (const part of chunks(targets)) {
+      const rows = await tx.selectFrom(edges.table).select([edges.other, edges.mine]).where(edges.other, 'in', part).orderBy(edges.other).execute();
+      const seen = new Map<string, string>();
+      for (const r of rows) {
+        const row = r[edges.other] as string;
+        const first = seen.get(row);
+        if (first !== undefined) {
+          throw new ServiceError('in_use', `row ${row} already links to row ${first} in field ${partner.code}, which holds one link; unlink it there first`, [
+            { path: partner.code, message: `row ${row} links to ${first}` },
+          ]);
+        }
+        seen.set(row, r[edges.mine] as string);
+      }
+    }
+  }
+
+  /** The other field of a pair updated on every target row whose links changed: appended in order, removed where gone. */
+  private async followOtherSide(
+    tx: Db,
+    rows: LinkRowWrites,
+    target: TableDef,
+    partner: FieldDef,
+    multiple: boolean,
+    added: Map<string, string[]>,
+    removed: Map<string, string[]>,
+    ctx: WriteContext,
+  ): Promise<void> {
+    const touched = [...new Set([...added.keys(), ...removed.keys()])].sort();
+    const column = fieldColumn(partner.id);
+    const current = new Map<string, string[]>();
+    for (const part of chunks(touched)) {
+      for (const r of await tx.selectFrom(target.physical).select(['id', column]).where('id', 'in', part).execute()) {
+        current.set(r.id as string, linkIds(decodeLink(r[column], this.database.dialect)));
+      }
+    }
+    for (const id of touched) {
+      const gone = new Set(removed.get(id) ?? []);
+      const ids = (current.get(id) ?? []).filter((x) => !gone.has(x));
+      for (const x of added.get(id) ?? []) if (!ids.includes(x)) ids.push(x);
+      const value = ids.length === 0 ? null : multiple ? ids : ids[ids.length - 1];
+      await rows.update(tx, target, id, new Map([[partner, value]]), ctx, false);
+    }
+  }
+
+  /**
+   * Before rows of `table` are deleted: each link to them acts as its onDelete says (restrict: 409;
+   * cascade: the linking rows deleted too; unlink: the id removed from their values), and the
+   * edges of the deleted rows go.
+   */
+  async beforeDelete(tx: Db, rows: LinkRowWrites, table: TableDef, ids: string[], ctx: WriteContext): Promise<void> {
+    if (ids.length === 0) return;
+    let deleting = this.deleting.get(tx);
+    if (!deleting) {
+      deleting = new Set();
+      this.deleting.set(tx, deleting);
+    }
+    for (const id of ids) deleting.add(`${table.id}:${id}`);
+    // A writer linking to these rows holds them (FOR KEY SHARE) until it commits: its links are then seen below.
+    if (this.database.dialect.lockRows) {
+      for (const part of chunks([...ids].sort())) await tx.selectFrom(table.physical).select('id').where('id', 'in', part).orderBy('id').forUpdate().execute();
+    }
+    for (const { field, tableId } of table.incoming) {
+      const edges = edgesOf(field);
+      const linking = new Map<string, string[]>();
+      for (const part of chunks(ids)) {
+        for (const e of await tx.selectFrom(edges.table).select([edges.mine, edges.other]).where(edges.other, 'in', part).execute()) {
+          const mine = e[edges.mine] as string;
+          if (deleting.has(`${tableId}:${mine}`)) continue;
+          linking.set(mine, [...(linking.get(mine) ?? []), e[edges.other] as string]);
+        }
+        await tx.deleteFrom(edges.table).where(edges.other, 'in', part).execute();
+      }
+      if (linking.size === 0) continue;
+      const source = tableId === table.id ? table : await this.tableOf(tx, tableId);
+      const live = source.fields.find((f) => f.id === field.id) ?? field;
+      const { onDelete } = linkOptions(live);
+      if (onDelete === 'restrict') {
+        const [row, targets] = linking.entries().next().value as [string, string[]];
+        throw new ServiceError('in_use', `row ${targets[0]} is linked from row ${row} of table ${source.code ?? source.id} (field ${live.code}, onDelete restrict); unlink it first`, [
+          { path: `${source.code ?? source.id}.${live.code}`, message: `row ${row} links to ${targets[0]}` },
+        ]);
+      }
+      if (onDelete === 'cascade') {
+        await rows.deleteMany(tx, source, [...linking.keys()].sort(), ctx);
+        continue;
+      }
+      const column = fieldColumn(live.id);
+      const multiple = linkOptions(live).multiple;
+      for (const part of chunks([...linking.keys()].sort())) {
+        for (const r of await tx.selectFrom(source.physical).select(['id', column]).where('id', 'in', part).execute()) {
+          const gone = new Set(linking.get(r.id as string));
+          const left = linkIds(decodeLink(r[column], this.database.dialect)).filter((x) => !gone.has(x));
+          await rows.update(tx, source, r.id as string, new Map([[live, left.length === 0 ? null : multiple ? left : left[0]]]), ctx, false);
+        }
+      }
+    }
+    for (const field of table.fields) {
+      if (!isLinkField(field)) continue;
+      const edges = edgesOf(field);
+      for (const part of chunks(ids)) await tx.deleteFrom(edges.table).where(edges.mine, 'in', part).execute();
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, it } from 'node:test';
+import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { shop } from './support.ts';
+
+/** A link change is a row change (CONTRACT §11): entries on both sides of a pair, and for unlink and cascade; webhooks follow. */
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Change = Record<string, any>;
+
+eachDatabase('links: change entries and webhooks', (kind) => {
+  let t: TestApp;
+  before(async () => {
+    t = await startApp(kind, { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BASE_MS: '50' }, { webhookPollMs: 100 });
+    t.app.webhooks.start();
+  });
+  after(() => t.close());
+
+  const feed = async (table: string): Promise<Change[]> => {
+    const r = await t.get(`/api/tables/${table}/changes`, { query: { limit: '1000' } });
+    assert.equal(r.status, 200, r.text);
+    return r.body.data;
+  };
+  const brief = (changes: Change[]) => changes.map((c) => [c.type, c.rowId, c.changedFields]);
+
+  it('records both sides of a pair, and the updates and deletes that unlink and cascade cause', async () => {
+    const s = await shop(t);
+    await t.post(`/api/tables/${s.customers}/rows`, { id: 'c1', values: {} });
+    await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c1' } });
+    await t.post(`/api/tables/${s.lines}/rows`, { id: 'l1', values: { order: 'o1' } });
+    assert.deepEqual(brief(await feed(s.customers)), [['create', 'c1', null], ['update', 'c1', ['orders']]]);
+    assert.equal((await feed(s.customers))[1].row.values.orders[0], 'o1');
+    assert.deepEqual(brief(await feed(s.orders)), [['create', 'o1', null], ['update', 'o1', ['lines']]]);
+    // Deleting the customer unlinks its order (an update of o1); deleting the order then cascades to its line.
+    assert.equal((await t.delete(`/api/tables/${s.customers}/rows/c1`)).status, 204);
+    const orders = await feed(s.orders);
+    assert.deepEqual(brief(orders).slice(2), [['update', 'o1', ['customer']]]);
+    assert.equal(orders[2].row.values.customer, null);
+    assert.equal((await t.delete(`/api/tables/${s.orders}/rows/o1`)).status, 204);
+    assert.deepEqual(brief(await feed(s.lines)), [['create', 'l1', null], ['delete', 'l1', null]]);
+  });
+
+  it('delivers the inverse side\'s update to a flow of the target table, whose filter may test the link', async () => {
+    const s = await shop(t);
+    const bodies: Change[] = [];
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const flow = await t.post('/api/flows', {
+        name: 'linked orders',
+        enabled: true,
+        definition: { trigger: { table: s.customers, events: ['update'], filter: { values: { orders: { _has: 'o2' } } } }, webhook: { url } },
+      });
+      assert.equal(flow.status, 201, flow.text);
+      // A trigger judges one row without a query: it cannot look through a link (a self-link neither).
+      const through = await t.post('/api/flows', {
+        name: 'through',
+        enabled: true,
+        definition: { trigger: { table: s.customers, events: ['update'], filter: { values: { orders: { _some: { values: { no: { _eq: 1 } } } } } } }, webhook: { url } },
+      });
+      assert.equal(through.status, 400, through.text);
+      assert.match(through.text, /orders/);
+      await t.post(`/api/tables/${s.customers}/rows`, { id: 'c1', values: {} });
+      await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c1' } });
+      await t.post(`/api/tables/${s.orders}/rows`, { id: 'o2', values: { customer: 'c1' } });
+      const deadline = Date.now() + 10_000;
+      while (bodies.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(bodies.length, 1, JSON.stringify(bodies));
+      assert.equal(bodies[0].change.rowId, 'c1');
+      assert.deepEqual(bodies[0].change.row.values.orders, ['o1', 'o2']);
+      assert.deepEqual(bodies[0].change.changedFields, ['orders']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
