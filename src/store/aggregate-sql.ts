@@ -80,7 +80,7 @@ export function aggregateQuery(db: Db, dialect: Dialect, plan: AggregatePlan, li
     ...groupBy.map((g, i) => sql`${keyExpression(g, dialect)} as ${sql.id(groupColumn(i))}`),
     ...metrics.map((m, i) => sql`${metricExpression(m, dialect)} as ${sql.id(metricColumn(i))}`),
   ];
-  const where = filter ? sql` where ${compileFilter(filter, dialect)}` : sql``;
+  const where = filter ? sql` where ${compileFilter(filter, dialect, plan.table.physical)}` : sql``;
   const grouped = groupBy.length > 0 ? sql` group by ${sql.raw(groupBy.map((_, i) => String(i + 1)).join(', '))}` : sql``;
   const conditions: RawBuilder<SqlBool>[] = [];
   if (having) conditions.push(compileHaving(having, metrics, dialect));

@@ -84,6 +84,13 @@ eachDatabase('links: filters', (kind) => {
     assert.deepEqual(await ids(s.customers, every), ['fr1', 'none']);
   });
 
+  it('an aggregate\'s filter looks through links as a list\'s does', async () => {
+    const filter = { values: { customer: { _some: { values: { country: { _eq: 'JP' } } } } } };
+    const r = await t.get(`/api/tables/${s.orders}/rows-aggregate`, { query: { filter, metrics: [{ fn: 'count' }, { fn: 'sum', field: 'no' }] } });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.data, [{ group: {}, metrics: { count: 3, sum_no: 8 } }]);
+  });
+
   it('refuses bad link filters and link sort keys with a 400 naming the field', async () => {
     const bad = async (table: string, query: Record<string, unknown>, pattern: RegExp) => {
       const body = expectError(await t.get(`/api/tables/${table}/rows`, { query }), 400);
