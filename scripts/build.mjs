@@ -10,11 +10,13 @@
 // whose getAbsoluteFSPath() is its own __dirname: bundled, it would name dist/, not the package.
 //
 // The build does not type-check (esbuild strips types): `npm test` runs tsc first. It rejects what
-// would break in CommonJS: import.meta and top-level await in src/.
+// would break in CommonJS: import.meta (but import.meta.dirname, defined as __dirname) and top-level
+// await in src/. Then the browser console is built into dist/console/ (scripts/build-console.mjs).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { buildConsole } from './build-console.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
@@ -30,5 +32,9 @@ await build({
   sourcemap: true,
   logLevel: 'warning',
   logOverride: { 'empty-import-meta': 'error' },
+  // The one import.meta property src/ may read: the module's folder (src/http/console-routes.ts).
+  define: { 'import.meta.dirname': '__dirname' },
 });
+// The browser console, beside the service's bundle (scripts/build-console.mjs).
+await buildConsole();
 fs.writeFileSync(path.join(dist, 'package.json'), JSON.stringify({ type: 'commonjs' }));
