@@ -52,12 +52,18 @@ function conditions(key: string, cond: unknown): Condition[] {
 
 /** The builder's model of an API filter (any the API takes: the keys of one object are ANDed). */
 export function fromApiFilter(json: unknown): Group {
+  const read = readGroup(json);
+  const only = read.items[0];
+  return read.items.length === 1 && only.kind === 'group' && !read.not ? only : read;
+}
+
+function readGroup(json: unknown): Group {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('a filter is a JSON object');
   const items: (Condition | Group)[] = [];
   for (const [key, v] of Object.entries(json)) {
     if (key === '_and' || key === '_or') {
       if (!Array.isArray(v)) throw new Error(`${key} takes an array`);
-      items.push({ kind: 'group', join: key === '_and' ? 'and' : 'or', not: false, items: v.map((f) => unwrap(fromApiFilter(f))) });
+      items.push({ kind: 'group', join: key === '_and' ? 'and' : 'or', not: false, items: v.map((f) => simplest(readGroup(f))) });
     } else if (key === '_not') {
       items.push({ ...fromApiFilter(v), not: true });
     } else if (key === 'values') {
@@ -67,16 +73,10 @@ export function fromApiFilter(json: unknown): Group {
       items.push(...conditions(key, v));
     }
   }
-  return unwrap({ kind: 'group', join: 'and', not: false, items });
+  return { kind: 'group', join: 'and', not: false, items };
 }
 
-/** A group of one group is that group. */
-function unwrap(group: Group): Group {
-  const only = group.items[0];
-  return group.items.length === 1 && only.kind === 'group' && !group.not ? only : group;
-}
-
-/** The item to show for a group made of one condition (an API filter of one condition reads as such a group). */
-export function isEmpty(group: Group): boolean {
-  return group.items.length === 0;
+/** A group of one item, not negated, is that item. */
+function simplest(group: Group): Condition | Group {
+  return group.items.length === 1 && !group.not ? group.items[0] : group;
 }
