@@ -18,6 +18,16 @@ export async function buildConsole() {
     base: './',
     configFile: false,
     logLevel: 'warn',
+    // React's API on Preact (preact/compat): the same components, TanStack Table and Virtual
+    // included, in a seventh of the size (docs/decisions.md, Console).
+    resolve: {
+      alias: [
+        { find: /^react-dom\/client$/, replacement: 'preact/compat/client' },
+        { find: /^react-dom$/, replacement: 'preact/compat' },
+        { find: /^react\/jsx-runtime$/, replacement: 'preact/jsx-runtime' },
+        { find: /^react$/, replacement: 'preact/compat' },
+      ],
+    },
     build: {
       outDir: consoleOut,
       emptyOutDir: true,

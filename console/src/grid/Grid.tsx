@@ -418,6 +418,12 @@ type Direction = 'down' | 'right' | 'left' | 'stay';
 function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field: Field; rowId: string; text: string; onText: (t: string) => void; onCommit: (d: Direction) => void; onCancel: () => void }) {
   const label = `${field.name}, row ${rowId}`;
   const done = useRef(false);
+  // Focused once drawn (not the autofocus attribute, which a browser honours only as a page loads).
+  const ref = useRef<HTMLInputElement & HTMLSelectElement>(null);
+  useEffect(() => {
+    ref.current?.focus();
+    if (ref.current instanceof HTMLInputElement) ref.current.setSelectionRange(ref.current.value.length, ref.current.value.length);
+  }, []);
   const keys = (e: KeyboardEvent<HTMLElement>) => {
     e.stopPropagation();
     if (e.key === 'Enter') {
@@ -440,7 +446,7 @@ function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field:
   if (field.type === 'select' || field.type === 'boolean') {
     const choices = field.type === 'boolean' ? ['true', 'false'] : ((field.options.choices as string[]) ?? []);
     return (
-      <select aria-label={label} autoFocus value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur}>
+      <select ref={ref} aria-label={label} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur}>
         <option value="">(empty)</option>
         {!choices.includes(text) && text !== '' && <option value={text}>{text}</option>}
         {choices.map((c) => (
@@ -449,5 +455,5 @@ function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field:
       </select>
     );
   }
-  return <input aria-label={label} autoFocus value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur} spellCheck={false} />;
+  return <input ref={ref} aria-label={label} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur} spellCheck={false} />;
 }
