@@ -16,7 +16,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { buildConsole } from './build-console.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
@@ -35,6 +34,8 @@ await build({
   // The one import.meta property src/ may read: the module's folder (src/http/console-routes.ts).
   define: { 'import.meta.dirname': '__dirname' },
 });
-// The browser console, beside the service's bundle (scripts/build-console.mjs).
-await buildConsole();
+// The browser console, beside the service's bundle (scripts/build-console.mjs). A copy of the
+// service alone (src/ and this script, as test/support/served.ts makes one) has no console to build.
+if (fs.existsSync(path.join(root, 'console'))) await (await import('./build-console.mjs')).buildConsole();
+else console.warn('build: no console/ beside src/: the browser console is not built');
 fs.writeFileSync(path.join(dist, 'package.json'), JSON.stringify({ type: 'commonjs' }));
