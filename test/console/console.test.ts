@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
-import { TEST_KEY } from '../support/harness.ts';
+import { TEST_KEY, uploadFile } from '../support/harness.ts';
 import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
@@ -90,6 +90,7 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
       ['Paid', 'paid', 'boolean'],
       ['Meta', 'meta', 'record'],
       [XSS_NAME, 'odd', 'text'],
+      ['Document', 'doc', 'file'],
     ];
     for (const [i, [name, code, type]] of fields.entries()) {
       if (i > 0) await dialog.getByRole('button', { name: 'Add field' }).click();
@@ -117,17 +118,19 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
         ['paid', 'boolean', 'Paid', false, {}],
         ['meta', 'record', 'Meta', false, {}],
         ['odd', 'text', XSS_NAME, false, {}],
+        ['doc', 'file', 'Document', false, {}],
       ],
     );
     const listed = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Orders' }) });
-    assert.match(await listed.innerText(), /orders\s+7\s+What customers ordered/);
+    assert.match(await listed.innerText(), /orders\s+8\s+What customers ordered/);
     await assertAccessible(page, 'the tables screen');
   });
 
   it('shows rows with a renderer per type, and values and field names as text', async () => {
+    const file = await uploadFile(s.t, 'orders', 'r1', 'the report', 'application/pdf');
     const seeded = await s.t.post('/api/tables/orders/rows-bulk', {
       data: [
-        { id: 'r1', values: { title: 'First', amount: 5, status: 'open', due: '2026-01-31', paid: true, meta: { a: 1 } } },
+        { id: 'r1', values: { title: 'First', amount: 5, status: 'open', due: '2026-01-31', paid: true, meta: { a: 1 }, doc: { id: file, name: 'report "final".pdf' } } },
         { id: 'r2', values: { title: XSS_VALUE, amount: 20, status: 'new', paid: false, odd: XSS_VALUE } },
         { id: 'r3', values: { title: 'Third', amount: null } },
         { id: 'r4', values: { title: 'Fourth', amount: 12 } },
@@ -144,6 +147,9 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     assert.equal(await cell('r1', 5).innerText(), '2026-01-31');
     assert.equal(await cell('r1', 6).innerText(), '✓ true');
     assert.equal(await cell('r1', 7).innerText(), '{"a":1}');
+    const download = cell('r1', 9).getByRole('link', { name: 'report "final".pdf', exact: true });
+    assert.equal(await download.getAttribute('download'), 'report "final".pdf');
+    assert.match((await download.getAttribute('href')) ?? '', new RegExp(`/files/[^/]+/r1/${file}\\?`));
     assert.equal(await cell('r2', 2).innerText(), XSS_VALUE);
     assert.equal(await cell('r2', 8).innerText(), XSS_VALUE);
     assert.equal(await page.locator('main img, main script').count(), 0, 'no element made from a value or a name');
