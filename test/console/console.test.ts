@@ -154,6 +154,8 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     assert.equal(await cell('r2', 8).innerText(), XSS_VALUE);
     assert.equal(await page.locator('main img, main script').count(), 0, 'no element made from a value or a name');
     await assertAccessible(page, 'the grid');
+    // README's picture of the grid: ROWHOUSE_CONSOLE_SCREENSHOT=docs/console-grid.png node test/run.mjs test/console/console.test.ts
+    if (process.env.ROWHOUSE_CONSOLE_SCREENSHOT) await page.screenshot({ path: process.env.ROWHOUSE_CONSOLE_SCREENSHOT });
   });
 
   it('adds a row through the row panel, and edits a cell in place', async () => {
