@@ -3,11 +3,9 @@
  * any client, so the key's scopes apply. Same origin only (the page's CSP allows no other): a
  * `nextUrl` names the service's public URL, and only its path and query are fetched here.
  */
+import type { ErrorDetail, Page, Row, Table } from './types.ts';
 
-export interface ErrorDetail {
-  path: string;
-  message: string;
-}
+export type { ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
 
 /** An answer in the service's one error format (CONTRACT §3). */
 export class ApiError extends Error {
@@ -19,42 +17,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-export type FieldType =
-  | 'text' | 'number' | 'boolean' | 'dateTime' | 'date' | 'time' | 'yearMonth' | 'select' | 'record' | 'list' | 'file';
-
-export interface Field {
-  id?: string;
-  code: string;
-  name: string;
-  type: FieldType;
-  required?: boolean;
-  options: Record<string, unknown>;
-}
-
-export interface Table {
-  id: string;
-  code: string | null;
-  name: string;
-  description: string | null;
-  fields: Field[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface Row {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy: string;
-  updatedBy: string;
-  values: Record<string, unknown>;
-}
-
-export interface Page {
-  data: Row[];
-  nextUrl: string | null;
 }
 
 /** The path and query of a URL the service handed out, to be fetched from this page's origin. */
@@ -140,10 +102,3 @@ export class Api {
 export type BatchOperation =
   | { type: 'create'; tableId: string; values: Record<string, unknown> }
   | { type: 'update'; tableId: string; id: string; values: Record<string, unknown> };
-
-/** The field a detail's path names (`values.price`, `data[3].values.price`, `operations[2].values.price`), with the item's index when there is one. */
-export function detailTarget(path: string): { index: number | null; field: string } | null {
-  const m = /^(?:(?:data|operations)\[(\d+)\]\.)?values\.([A-Za-z][A-Za-z0-9_]*)/.exec(path);
-  if (!m) return null;
-  return { index: m[1] === undefined ? null : Number(m[1]), field: m[2] };
-}

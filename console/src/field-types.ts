@@ -1,4 +1,4 @@
-import type { Field, FieldType } from './api.ts';
+import type { Field, FieldType } from './types.ts';
 
 /**
  * What the console knows of each field type, as the API reference states it (docs/api.md, CONTRACT

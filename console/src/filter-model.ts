@@ -1,4 +1,4 @@
-import type { Field, FieldType } from './api.ts';
+import type { Field, FieldType } from './types.ts';
 import { type FilterOp, SYSTEM_COLUMNS, filterValue } from './field-types.ts';
 
 /**

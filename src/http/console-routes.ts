@@ -53,7 +53,8 @@ export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR): 
     try {
       page = await fs.promises.readFile(path.join(dir, 'index.html'), 'utf8');
     } catch {
-      return reply.status(503).header('content-type', 'text/plain; charset=utf-8').send(MISSING);
+      // The one error format, as every error of the service.
+      return reply.status(503).send({ statusCode: 503, error: 'Service Unavailable', message: MISSING });
     }
     return reply
       .header('content-type', 'text/html; charset=utf-8')

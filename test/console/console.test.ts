@@ -318,6 +318,35 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     assert.equal((await s.t.get('/api/tables/orders/rows/r2')).status, 404);
   });
 
+  it('works from the keyboard alone: typing edits, Tab saves and moves, Escape cancels, Delete empties, Space selects', async () => {
+    await cell('r4', 2).click();
+    await page.keyboard.press('X');
+    const title = page.getByLabel('Title, row r4');
+    await title.waitFor();
+    await page.keyboard.type('yz');
+    await page.keyboard.press('Tab');
+    await cell('r4', 2).filter({ hasText: /^Xyz$/ }).waitFor();
+    assert.equal((await api('/api/tables/orders/rows/r4')).values.title, 'Xyz');
+    // Tab moved to Amount: Escape leaves it as it was.
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Amount, row r4').fill('999');
+    await page.keyboard.press('Escape');
+    await page.getByLabel('Amount, row r4').waitFor({ state: 'detached' });
+    assert.equal((await api('/api/tables/orders/rows/r4')).values.amount, 4);
+    // Right to Status, Delete empties it.
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Delete');
+    for (let i = 0; i < 50 && (await api('/api/tables/orders/rows/r4')).values.status !== null; i++) await page.waitForTimeout(50);
+    assert.equal((await api('/api/tables/orders/rows/r4')).values.status, null);
+    // Home, then Space selects the row and again lets it go.
+    await page.keyboard.press('Home');
+    await page.keyboard.press(' ');
+    await page.getByRole('button', { name: 'Delete selected rows (1)' }).waitFor();
+    assert.equal(await row('r4').getAttribute('aria-selected'), 'true');
+    await page.keyboard.press(' ');
+    await page.getByRole('button', { name: 'Delete selected rows (0)' }).waitFor();
+  });
+
   it('reads a long table page by page as it scrolls, drawing only the rows in view', async () => {
     const made = await s.t.post('/api/tables', { code: 'many', name: 'Many', fields: [{ code: 'n', type: 'number' }] });
     assert.equal(made.status, 201, made.text);

@@ -1,7 +1,8 @@
-import { type ClipboardEvent, type KeyboardEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { type ClipboardEvent, type KeyboardEvent, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { type ColumnDef, type RowSelectionState, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { type Api, ApiError, type BatchOperation, type Field, type Row, type Table, detailTarget } from '../api.ts';
+import { type Api, ApiError, type BatchOperation, type Field, type Row, type Table } from '../api.ts';
+import { detailTarget } from '../error-details.ts';
 import { FIELD_TYPES, editableAsText, textValue, valueText } from '../field-types.ts';
 import { parseTsv, toTsv } from '../tsv.ts';
 import { CellValue } from './Cell.tsx';
@@ -90,8 +91,8 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
     if (nextUrl && last >= rows.length - AHEAD) loadMore();
   }, [last, rows.length, nextUrl, loadMore]);
 
-  // The active cell takes the focus after a move made from the keyboard or a click.
-  useEffect(() => {
+  // The active cell takes the focus after a move made from the keyboard or a click (as soon as it is drawn, before the next key).
+  useLayoutEffect(() => {
     if (!focusWanted.current || editing) return;
     const cell = scrollRef.current?.querySelector<HTMLElement>(`[data-pos="${active.r}:${active.c}"]`);
     if (cell) {
@@ -420,7 +421,7 @@ function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field:
   const done = useRef(false);
   // Focused once drawn (not the autofocus attribute, which a browser honours only as a page loads).
   const ref = useRef<HTMLInputElement & HTMLSelectElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     ref.current?.focus();
     if (ref.current instanceof HTMLInputElement) ref.current.setSelectionRange(ref.current.value.length, ref.current.value.length);
   }, []);

@@ -1,5 +1,6 @@
 import { type FormEvent, useState } from 'react';
-import { type Api, ApiError, type Row, type Table, detailTarget } from '../api.ts';
+import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { detailTarget } from '../error-details.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
 import { type FileValue, editableAsText, textValue, valueText } from '../field-types.ts';
