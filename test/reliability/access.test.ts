@@ -30,6 +30,9 @@ const PUBLIC: Record<string, string> = {
   'GET /docs/swagger-ui.css': "the reference page's files, from the swagger-ui-dist package",
   'GET /docs/swagger-ui-bundle.js': "the reference page's files, from the swagger-ui-dist package",
   'GET /docs/favicon-32x32.png': "the reference page's files, from the swagger-ui-dist package",
+  'GET /console': 'the browser console (CONTRACT §15): a page that asks for a key and then calls /api with it; no data',
+  'GET /console/': 'redirects to /console',
+  'GET /console/assets/:file': "the console's built scripts and styles",
   'PUT /files/:tableId/:rowId/:fileId': 'signed upload URL (CONTRACT §8): its HMAC signature and expiry are the credential; altered or expired answers 403',
   'GET /files/:tableId/:rowId/:fileId': 'signed download URL (CONTRACT §8): its HMAC signature and expiry are the credential; altered or expired answers 403',
 };
