@@ -10,7 +10,8 @@
 // whose getAbsoluteFSPath() is its own __dirname: bundled, it would name dist/, not the package.
 //
 // The build does not type-check (esbuild strips types): `npm test` runs tsc first. It rejects what
-// would break in CommonJS: import.meta and top-level await in src/.
+// would break in CommonJS: import.meta (but import.meta.dirname, defined as __dirname) and top-level
+// await in src/. Then the browser console is built into dist/console/ (scripts/build-console.mjs).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,5 +31,11 @@ await build({
   sourcemap: true,
   logLevel: 'warning',
   logOverride: { 'empty-import-meta': 'error' },
+  // The one import.meta property src/ may read: the module's folder (src/http/console-routes.ts).
+  define: { 'import.meta.dirname': '__dirname' },
 });
+// The browser console, beside the service's bundle (scripts/build-console.mjs). A copy of the
+// service alone (src/ and this script, as test/support/served.ts makes one) has no console to build.
+if (fs.existsSync(path.join(root, 'console'))) await (await import('./build-console.mjs')).buildConsole();
+else console.warn('build: no console/ beside src/: the browser console is not built');
 fs.writeFileSync(path.join(dist, 'package.json'), JSON.stringify({ type: 'commonjs' }));

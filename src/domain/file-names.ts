@@ -8,9 +8,9 @@ const CONTROL = /\p{Cc}/u;
 
 /**
  * Why `name` cannot be a stored file's name, or null when it can. Refused: empty (or only spaces), over 255
- * characters, control characters (CR, LF, NUL, …), path separators `/` and `\`, `"` (it would need
- * escaping in every header and CSV it appears in), `.` and `..`, and text that is not well-formed
- * Unicode (a lone surrogate, which no UTF-8 can carry).
+ * characters, control characters (CR, LF, NUL, …), path separators `/` and `\`, `.` and `..`, and text
+ * that is not well-formed Unicode (a lone surrogate, which no UTF-8 can carry). A `"` is allowed
+ * (`report "final".pdf`): the download's Content-Disposition quotes it (files/disposition.ts).
  */
 export function fileNameProblem(name: string): string | null {
   if (name.trim() === '') return 'must not be empty or only spaces';
@@ -18,7 +18,6 @@ export function fileNameProblem(name: string): string | null {
   if (!name.isWellFormed()) return 'must be well-formed Unicode (it holds a lone surrogate)';
   if (CONTROL.test(name)) return 'must not contain control characters (such as CR, LF or NUL)';
   if (name.includes('/') || name.includes('\\')) return 'must not contain / or \\';
-  if (name.includes('"')) return 'must not contain "';
   if (name === '.' || name === '..') return 'must not be . or ..';
   return null;
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Files } from '../files/files.ts';
 import type { Database } from '../store/database.ts';
 import type { DocumentedResource } from '../openapi/service-document.ts';
+import { consoleRoutes } from './console-routes.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { signedFileRoutes } from './file-routes.ts';
 import { healthRoutes } from './health-routes.ts';
@@ -16,13 +17,14 @@ export interface PublicDeps {
 
 /**
  * What answers without an API key, as a plugin of its own beside /api (api-plugin.ts): health,
- * the service's documentation and OpenAPI document, and the signed file URLs (their signature is
+ * the service's documentation and OpenAPI document, the browser console's page and assets, and the signed file URLs (their signature is
  * their key).
  */
 export function publicPlugin(deps: PublicDeps): FastifyPluginAsync {
   return async (open) => {
     healthRoutes(open, deps.database);
     docsRoutes(open, { resources: deps.resources, publicUrl: deps.publicUrl });
+    consoleRoutes(open);
     signedFileRoutes(open, deps.files, deps.maxFileBytes);
   };
 }

@@ -334,6 +334,15 @@ function servicePaths(): Record<string, PathItem> {
         responses: { 200: { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errorResponses() },
       },
     },
+    '/console': {
+      get: {
+        operationId: 'console',
+        tags,
+        summary: 'The browser console: sign in with an API key to work with tables and rows (its assets are under /console/assets/)',
+        ...NO_KEY,
+        responses: { 200: { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errorResponses() },
+      },
+    },
     '/api/tables/{tableId}/openapi': {
       parameters: [{ name: 'tableId', in: 'path', required: true, description: 'The table’s id (a code answers 404).', schema: uuid }],
       get: {

@@ -158,7 +158,7 @@ eachDatabase('files: three-step upload on local storage', (kind) => {
       [{ id: good }, /name/],
       [{ id: good, name: 'x'.repeat(256) }, /name/],
       [{ id: good, name: 'a/b.pdf' }, /name/],
-      [{ id: good, name: 'a"b.pdf' }, /name/],
+      [{ id: good, name: 'a\\b.pdf' }, /name/],
       [{ id: good, name: 'a\r\nb.pdf' }, /name/],
       [{ id: good, name: 'a\u0000b.pdf' }, /name/],
       [{ id: 'nope', name: 'a.pdf' }, /id/],

@@ -66,7 +66,7 @@ export const fileType: FieldType = {
     description: 'A file uploaded for this row (file-upload-url, then PUT), and the name to offer it under. A value as read may be written back.',
     properties: {
       id: { type: 'string', format: 'uuid' },
-      name: { type: 'string', minLength: 1, maxLength: MAX_FILE_NAME_LENGTH, pattern: '^[^/\\\\"\\u0000-\\u001f\\u007f-\\u009f]+$' },
+      name: { type: 'string', minLength: 1, maxLength: MAX_FILE_NAME_LENGTH, pattern: '^[^/\\\\\\u0000-\\u001f\\u007f-\\u009f]+$' },
       mimeType: {},
       size: {},
       url: {},

@@ -1,0 +1,104 @@
+/**
+ * The console's one way to the service: the public /api with the signed-in key in X-API-Key, like
+ * any client, so the key's scopes apply. Same origin only (the page's CSP allows no other): a
+ * `nextUrl` names the service's public URL, and only its path and query are fetched here.
+ */
+import type { ErrorDetail, Page, Row, Table } from './types.ts';
+
+export type { ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
+
+/** An answer in the service's one error format (CONTRACT §3). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    readonly index?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The path and query of a URL the service handed out, to be fetched from this page's origin. */
+export function sameOrigin(url: string): string {
+  const u = new URL(url, location.href);
+  return u.pathname + u.search;
+}
+
+export class Api {
+  constructor(private readonly key: string) {}
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { 'x-api-key': this.key, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+    } catch (err) {
+      throw new ApiError(0, `The service cannot be reached: ${(err as Error).message}`);
+    }
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const e = (parsed ?? {}) as { message?: unknown; details?: unknown; index?: unknown };
+      throw new ApiError(
+        res.status,
+        typeof e.message === 'string' ? e.message : `${res.status} ${res.statusText}`,
+        Array.isArray(e.details) ? (e.details as ErrorDetail[]) : [],
+        typeof e.index === 'number' ? e.index : undefined,
+      );
+    }
+    return parsed as T;
+  }
+
+  /** Whether the key is accepted: one cheap read. */
+  async check(): Promise<void> {
+    await this.request('GET', '/api/tables?paging=' + encodeURIComponent(JSON.stringify({ limit: 1 })));
+  }
+
+  async tables(): Promise<Table[]> {
+    const all: Table[] = [];
+    for (let offset = 0; ; ) {
+      const paging = encodeURIComponent(JSON.stringify({ limit: 1000, offset }));
+      const sorting = encodeURIComponent(JSON.stringify({ name: 'asc' }));
+      const page = await this.request<{ data: Table[]; pagination: { nextOffset: number | null } }>('GET', `/api/tables?paging=${paging}&sorting=${sorting}`);
+      all.push(...page.data);
+      if (page.pagination.nextOffset === null || page.pagination.nextOffset === undefined) return all;
+      offset = page.pagination.nextOffset;
+    }
+  }
+
+  table = (idOrCode: string) => this.request<Table>('GET', `/api/tables/${encodeURIComponent(idOrCode)}`);
+  createTable = (body: Partial<Table>) => this.request<Table>('POST', '/api/tables', body);
+  updateTable = (id: string, body: Partial<Table>) => this.request<Table>('PUT', `/api/tables/${encodeURIComponent(id)}`, body);
+  deleteTable = (id: string) => this.request<Table>('DELETE', `/api/tables/${encodeURIComponent(id)}`);
+
+  rowsPath(table: string): string {
+    return `/api/tables/${encodeURIComponent(table)}/rows`;
+  }
+
+  /** The first page of a view (filter and sort as the API takes them, JSON text or null). */
+  firstPage(table: string, view: { filter: string | null; sort: string | null }, pageSize: number): Promise<Page> {
+    const q = new URLSearchParams({ pageSize: String(pageSize) });
+    if (view.filter) q.set('filter', view.filter);
+    if (view.sort) q.set('sort', view.sort);
+    return this.request<Page>('GET', `${this.rowsPath(table)}?${q}`);
+  }
+
+  nextPage = (nextUrl: string) => this.request<Page>('GET', sameOrigin(nextUrl));
+  createRow = (table: string, body: { id?: string; values: Record<string, unknown> }) => this.request<Row>('POST', this.rowsPath(table), body);
+  updateRow = (table: string, id: string, values: Record<string, unknown>) =>
+    this.request<Row>('PATCH', `${this.rowsPath(table)}/${encodeURIComponent(id)}`, { values });
+  deleteRows = (table: string, ids: string[]) =>
+    this.request<{ data: { id: string }[] }>('DELETE', `/api/tables/${encodeURIComponent(table)}/rows-bulk`, { ids });
+  batch = (operations: BatchOperation[]) => this.request<{ data: { type: string; row: Row | null }[] }>('POST', '/api/rows-batch', { operations });
+}
+
+export type BatchOperation =
+  | { type: 'create'; tableId: string; values: Record<string, unknown> }
+  | { type: 'update'; tableId: string; id: string; values: Record<string, unknown> };

@@ -1,0 +1,127 @@
+import { type FormEvent, useState } from 'react';
+import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { detailTarget } from '../error-details.ts';
+import { Dialog } from '../Dialog.tsx';
+import { ErrorBox } from '../ErrorBox.tsx';
+import { type FileValue, editableAsText, textValue, valueText } from '../field-types.ts';
+
+/**
+ * One row as a form, every field a labelled control (a new row when `row` is null). A 400's details
+ * are shown beside the fields they name. Seams for later sessions: the row's history and its links
+ * become sections of this panel, file fields an upload control.
+ */
+export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void }) {
+  const [id, setId] = useState('');
+  const [texts, setTexts] = useState<Record<string, string>>(() => Object.fromEntries(table.fields.map((f) => [f.code, row ? valueText(f, row.values[f.code]) : ''])));
+  const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function save(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    setFieldErrors({});
+    const values: Record<string, unknown> = {};
+    for (const f of table.fields) {
+      if (!editableAsText(f)) continue;
+      const text = texts[f.code];
+      if (row ? text === valueText(f, row.values[f.code]) : text === '') continue;
+      values[f.code] = textValue(f, text);
+    }
+    try {
+      const saved = row ? await api.updateRow(table.id, row.id, values) : await api.createRow(table.id, { ...(id.trim() ? { id: id.trim() } : {}), values });
+      onSaved(saved, row === null);
+    } catch (err) {
+      if (err instanceof ApiError) {
+        const byField: Record<string, string> = {};
+        for (const d of err.details) {
+          const t = detailTarget(d.path);
+          if (t) byField[t.field] = d.message;
+        }
+        setFieldErrors(byField);
+      }
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog title={row ? `Row ${row.id}` : `New row in ${table.name}`} onClose={onClose} className="panel">
+      <form onSubmit={save}>
+        {row ? (
+          <dl className="system">
+            <dt>Id</dt><dd>{row.id}</dd>
+            <dt>Created</dt><dd>{row.createdAt}</dd>
+            <dt>Updated</dt><dd>{row.updatedAt}</dd>
+          </dl>
+        ) : (
+          <label>
+            Id (optional)
+            <input value={id} onChange={(e) => setId(e.target.value)} spellCheck={false} />
+          </label>
+        )}
+        {table.fields.map((f) => {
+          const errId = `row-err-${f.code}`;
+          const invalid = fieldErrors[f.code] !== undefined;
+          const common = {
+            'aria-invalid': invalid || undefined,
+            'aria-describedby': invalid ? errId : undefined,
+            value: texts[f.code],
+            onChange: (e: { target: { value: string } }) => setTexts({ ...texts, [f.code]: e.target.value }),
+          };
+          const label = `${f.name}${f.required ? ' (required)' : ''}`;
+          let control;
+          if (f.type === 'file') {
+            const file = row?.values[f.code] as FileValue | null | undefined;
+            control = (
+              <div className="file-field">
+                <span className="label-text">{label}</span>
+                {file ? (file.url ? <a href={file.url} download={file.name}>{file.name}</a> : <span>{file.name}</span>) : <span className="empty-text">no file</span>}
+              </div>
+            );
+          } else if (f.type === 'select' || f.type === 'boolean') {
+            const choices = f.type === 'boolean' ? ['true', 'false'] : ((f.options.choices as string[]) ?? []);
+            control = (
+              <label>
+                {label}
+                <select {...common}>
+                  <option value="">(empty)</option>
+                  {choices.map((c) => (
+                    <option key={c} value={c}>{c}</option>
+                  ))}
+                </select>
+              </label>
+            );
+          } else if (f.type === 'record' || f.type === 'list' || (f.type === 'text' && (texts[f.code]?.length ?? 0) > 60)) {
+            control = (
+              <label className="wide">
+                {label}
+                <textarea rows={3} spellCheck={false} {...common} />
+              </label>
+            );
+          } else {
+            control = (
+              <label>
+                {label}
+                <input spellCheck={false} {...common} />
+              </label>
+            );
+          }
+          return (
+            <div key={f.code} className="form-field">
+              {control}
+              {invalid && <span id={errId} className="field-error">{fieldErrors[f.code]}</span>}
+            </div>
+          );
+        })}
+        <ErrorBox error={error} />
+        <div className="actions">
+          <button type="submit" disabled={busy}>{row ? 'Save row' : 'Add row'}</button>
+          <button type="button" onClick={onClose}>Close</button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

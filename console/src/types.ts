@@ -1,0 +1,42 @@
+/** The API's shapes the console reads and writes (pure types: no DOM, so the suite's Node tests can import them). */
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export type FieldType =
+  | 'text' | 'number' | 'boolean' | 'dateTime' | 'date' | 'time' | 'yearMonth' | 'select' | 'record' | 'list' | 'file';
+
+export interface Field {
+  id?: string;
+  code: string;
+  name: string;
+  type: FieldType;
+  required?: boolean;
+  options: Record<string, unknown>;
+}
+
+export interface Table {
+  id: string;
+  code: string | null;
+  name: string;
+  description: string | null;
+  fields: Field[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Row {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  createdBy: string;
+  updatedBy: string;
+  values: Record<string, unknown>;
+}
+
+export interface Page {
+  data: Row[];
+  nextUrl: string | null;
+}
