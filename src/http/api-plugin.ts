@@ -4,6 +4,8 @@ import type { WebhookWorker } from '../events/webhook-worker.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
 import type { RowWriter } from '../store/row-writes.ts';
+import { installAccess } from './access.ts';
+import { apiKeyRoutes } from './api-key-routes.ts';
 import { installAuth } from './auth.ts';
 import { installJsonBodies } from './json-body.ts';
 import { bulkRoutes } from './bulk-routes.ts';
@@ -42,6 +44,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     installJsonBodies(api);
     installAuth(api, deps.rows.database);
     installWriteQueryRule(api);
+    installAccess(api, deps.rows.catalog, deps.rows.database.db);
     // Unknown /api paths go through the key check too: 401 without a key, 404 with one. Fastify
     // scopes a not-found handler by route prefix, so it sits in a child under /api; that child
     // inherits the hooks above.
@@ -54,6 +57,8 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
       { prefix: '/api' },
     );
 
+    const keys = deps.resources.find((store) => store.spec.name === 'api-keys');
+    if (keys) apiKeyRoutes(api, keys);
     for (const store of deps.resources) resourceRoutes(api, store);
     flowDeliveryRoutes(api, deps.deliveries, deps.webhooks);
     rowsRoutes(api, deps.rows);

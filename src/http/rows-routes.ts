@@ -6,6 +6,7 @@ import type { Database } from '../store/database.ts';
 import type { Files } from '../files/files.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog } from '../store/table-catalog.ts';
+import { needs, rowNeeds, upserts } from './access.ts';
 import { writeContext } from './auth.ts';
 import { planRowCreate, planRowDelete, planRowRead, planRowUpdate } from '../plan/row-plans.ts';
 import { createRow, deleteRow, readPage, readRow, updateRow, withTable } from '../store/execute.ts';
@@ -32,7 +33,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
   const { rows } = deps;
   const base = '/api/tables/:table/rows';
 
-  app.get<TableParams>(base, async (request, reply) => {
+  app.get<TableParams>(base, needs.onTable('rows:read'), async (request, reply) => {
     const { q, plan, page } = await withTable(deps, request.params.table, async (table) => {
       const q = parseRowList(request.query as Record<string, unknown>, table, deps.secret);
       const plan = planRowRead(table, q.selection, q.after, q.pageSize);
@@ -41,13 +42,15 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendPage(deps, reply, request.params.table, q, plan, page);
   });
 
-  app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.get<RowParams>(`${base}/:rowId`, needs.onTable('rows:read'), async (request, reply) => {
     const { table, raw } = await withTable(deps, request.params.table, async (table) => ({ table, raw: await readRow(deps, table, request.params.rowId) }));
     if (!raw) throw notFound(`row ${request.params.rowId} not found in table ${request.params.table}`);
     return sendRecord(deps, reply, table, raw);
   });
 
-  app.post<TableParams>(base, async (request, reply) => {
+  // An upsert may update the row: it needs rows:update too.
+  const create = needs.rule((request) => rowNeeds(request, 'rows:create', ...(upserts(request.body) ? (['rows:update'] as const) : [])));
+  app.post<TableParams>(base, create, async (request, reply) => {
     const ctx = writeContext(request);
     const { plan, result } = await withTable(deps, request.params.table, async (table) => {
       const plan = planRowCreate(table, request.params.table, parseRowCreate(request.body, table), rows);
@@ -56,7 +59,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendRecord(deps, reply.status(result.created ? 201 : 200), plan.table, result.row);
   });
 
-  app.patch<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.patch<RowParams>(`${base}/:rowId`, needs.onTable('rows:update'), async (request, reply) => {
     const ctx = writeContext(request);
     const { plan, row } = await withTable(deps, request.params.table, async (table) => {
       const plan = planRowUpdate(table, request.params.table, request.params.rowId, parseRowPatch(request.body, table), rows);
@@ -65,7 +68,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendRecord(deps, reply, plan.table, row);
   });
 
-  app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.delete<RowParams>(`${base}/:rowId`, needs.onTable('rows:delete'), async (request, reply) => {
     const ctx = writeContext(request);
     await withTable(deps, request.params.table, (table) => deleteRow(deps, planRowDelete(table, request.params.table, request.params.rowId, rows), ctx));
     return reply.status(204).send();

@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { invalid } from '../domain/errors.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A write whose options are query parameters (its body is a file): it checks them itself. */
+    queryOptions?: boolean;
+  }
+}
+
 /** API writes (POST, PUT, PATCH, DELETE) take no query parameters: one given is a mistake (a misspelt route or option), not noise to ignore. */
 function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
   const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
@@ -17,7 +24,7 @@ export function installWriteQueryRule(api: FastifyInstance): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (methods.every((m) => m === 'GET' || m === 'HEAD')) return;
     // A write whose options are query parameters (its body is a file) checks them itself.
-    if ((route.config as { queryOptions?: boolean } | undefined)?.queryOptions) return;
+    if (route.config?.queryOptions) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
     route.preValidation = [...existing, rejectQuery];
   });

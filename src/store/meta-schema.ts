@@ -34,6 +34,11 @@ export interface Meta {
     expiresAt: string | null;
     lastUsedAt: string | null;
     revokedAt: string | null;
+    /** JSON arrays (CONTRACT §12): scopes, and table ids or "*". */
+    scopes: StoredJson;
+    tables: StoredJson;
+    /** JSON {requests, perSeconds}, or null: the default (ROWHOUSE_RATE_LIMIT). */
+    rateLimit: StoredJson | null;
   };
   rh_environment_variables: ItemColumns & { name: string; value: string; description: string | null };
   rh_flows: ItemColumns & { name: string; description: string | null; enabled: StoredBoolean; definition: StoredJson; secret: string | null };

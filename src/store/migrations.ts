@@ -311,6 +311,29 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 15,
+    name: 'scoped API keys and their rate limits',
+    async up(db, dialect) {
+      // CONTRACT §12: a key's scopes and tables; the keys made before keep full access.
+      const json = type(dialect, 'json');
+      await sql`alter table rh_api_keys add column "scopes" ${json} not null default '["*"]'`.execute(db);
+      await sql`alter table rh_api_keys add column "tables" ${json} not null default '["*"]'`.execute(db);
+      await sql`alter table rh_api_keys add column "rateLimit" ${json}`.execute(db);
+      // The key cache must hear of changes to them too (migration 4).
+      const keyColumns = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'name', 'memberId', 'prefix', 'keyHash', 'expiresAt', 'revokedAt', 'scopes', 'tables', 'rateLimit']
+        .map((c) => `"${c}"`)
+        .join(', ');
+      const run = (text: string) => sql.raw(text).execute(db);
+      if (dialect.name === 'postgres') {
+        await run('drop trigger rh_api_keys_changed on rh_api_keys');
+        await run(`create trigger rh_api_keys_changed after insert or delete or truncate or update of ${keyColumns} on rh_api_keys for each statement execute function rh_metadata_changed()`);
+      } else {
+        await run('drop trigger rh_api_keys_updated');
+        await run(`create trigger rh_api_keys_updated after update of ${keyColumns} on rh_api_keys begin update rh_metadata_version set n = n + 1 where id = 1; end`);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
