@@ -25,6 +25,7 @@ import { RowWriter } from './store/row-writes.ts';
 import { RowStore } from './store/rows.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 import { ChangeLog } from './store/change-log.ts';
+import { IdempotencyStore } from './store/idempotency-store.ts';
 import { recordJson } from './render/row-json.ts';
 
 declare module 'fastify' {
@@ -35,6 +36,8 @@ declare module 'fastify' {
     changes: ChangeLog | null;
     /** The webhook delivery worker: started by server.ts (and by tests that want deliveries). */
     webhooks: WebhookWorker;
+    /** Answers kept for Idempotency-Key: swept by server.ts once expired. */
+    idempotency: IdempotencyStore;
   }
 }
 
@@ -123,6 +126,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorate('changes', changes ?? null);
   const rowStore = new RowStore(database, files, changes);
+  const idempotency = new IdempotencyStore(database, config.idempotencyTtlSeconds);
+  app.decorate('idempotency', idempotency);
   const rows = { database, catalog: new TableCatalog(database), rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   app.register(publicPlugin({ database, files, resources, publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes }));
   app.register(
@@ -134,6 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       webhooks,
       changes,
       maxFileBytes: config.maxFileBytes,
+      idempotency,
     }),
   );
   await app.ready();

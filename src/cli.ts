@@ -27,7 +27,8 @@ Every command takes the configuration flags (each also an environment variable):
   --port, --host, --data-dir, --database-url, --storage, --public-url, --secret,
   --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --changes-retention-seconds,
   --change-log, --webhook-allow-private, --webhook-attempts, --webhook-retry-base-ms,
-  --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level
+  --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level,
+  --idempotency-ttl-seconds, --rate-limit
 `;
 
 class UsageError extends Error {}

@@ -22,6 +22,16 @@ describe('loadConfig', () => {
     assert.equal(c.logLevel, 'info');
     assert.equal(c.shutdownTimeoutMs, 10_000);
     assert.equal(c.bodyTimeoutMs, 60_000);
+    assert.equal(c.idempotencyTtlSeconds, 86400);
+    assert.equal(c.rateLimit, null, 'no rate limit unless ROWHOUSE_RATE_LIMIT sets one');
+  });
+
+  it('reads the default rate limit and the idempotency TTL (CONTRACT §12), from the environment or flags', () => {
+    const c = loadConfig({ ROWHOUSE_RATE_LIMIT: '600/60', ROWHOUSE_IDEMPOTENCY_TTL_SECONDS: '3600' }, {}, CWD);
+    assert.deepEqual(c.rateLimit, { requests: 600, perSeconds: 60 });
+    assert.equal(c.idempotencyTtlSeconds, 3600);
+    assert.deepEqual(loadConfig({ ROWHOUSE_RATE_LIMIT: '600/60' }, { 'rate-limit': '5/1' }, CWD).rateLimit, { requests: 5, perSeconds: 1 });
+    assert.equal(loadConfig({ ROWHOUSE_RATE_LIMIT: 'off' }, {}, CWD).rateLimit, null);
   });
 
   it('reads every environment variable', () => {
@@ -152,6 +162,10 @@ describe('loadConfig', () => {
     ['a shutdown timeout in milliseconds', { ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: '10s' }, /ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS/],
     ['a zero body timeout', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '0' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
     ['a body timeout over an hour', { ROWHOUSE_BODY_TIMEOUT_SECONDS: '3601' }, /ROWHOUSE_BODY_TIMEOUT_SECONDS/],
+    ['a rate limit without its window', { ROWHOUSE_RATE_LIMIT: '600' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a rate limit of zero requests', { ROWHOUSE_RATE_LIMIT: '0/60' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a rate limit in words', { ROWHOUSE_RATE_LIMIT: '600 per minute' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a zero idempotency TTL', { ROWHOUSE_IDEMPOTENCY_TTL_SECONDS: '0' }, /ROWHOUSE_IDEMPOTENCY_TTL_SECONDS/],
   ];
   for (const [what, env, message] of bad) {
     it(`rejects ${what} with a ConfigError naming the variable`, () => {

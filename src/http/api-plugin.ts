@@ -7,6 +7,8 @@ import type { RowWriter } from '../store/row-writes.ts';
 import { installAccess } from './access.ts';
 import { apiKeyRoutes } from './api-key-routes.ts';
 import { installAuth } from './auth.ts';
+import { installIdempotency } from './idempotency.ts';
+import type { IdempotencyStore } from '../store/idempotency-store.ts';
 import { installJsonBodies } from './json-body.ts';
 import { bulkRoutes } from './bulk-routes.ts';
 import { changesRoutes } from './changes-routes.ts';
@@ -29,6 +31,8 @@ export interface ApiDeps {
   /** Undefined when the change log is turned off: no feed routes. */
   changes: ChangeLog | undefined;
   maxFileBytes: number;
+  /** Answers kept for Idempotency-Key (CONTRACT §12). */
+  idempotency: IdempotencyStore;
 }
 
 /**
@@ -45,6 +49,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     installAuth(api, deps.rows.database);
     installWriteQueryRule(api);
     installAccess(api, deps.rows.catalog, deps.rows.database.db);
+    installIdempotency(api, deps.rows.database, deps.idempotency);
     // Unknown /api paths go through the key check too: 401 without a key, 404 with one. Fastify
     // scopes a not-found handler by route prefix, so it sits in a child under /api; that child
     // inherits the hooks above.

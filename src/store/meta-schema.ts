@@ -71,6 +71,19 @@ export interface Meta {
     options: StoredJson;
   };
   rh_migrations: { version: number; name: string; appliedAt: string };
+  /** The answer to a request with an Idempotency-Key, per API key (store/idempotency-store.ts). */
+  rh_idempotency: {
+    keyId: string;
+    key: string;
+    method: string;
+    path: string;
+    bodyHash: string;
+    status: number;
+    contentType: string | null;
+    body: string | null;
+    createdAt: string;
+    expiresAt: string;
+  };
   /** Every committed row change (change-log.ts). `row` and `changedFields` are JSON text. */
   rh_changes: {
     tableId: string;

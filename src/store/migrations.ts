@@ -334,6 +334,28 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    version: 16,
+    name: 'idempotency keys',
+    async up(db, dialect) {
+      // CONTRACT §12: the answer to a request with an Idempotency-Key, kept with the writes it answers.
+      await db.schema
+        .createTable('rh_idempotency')
+        .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('contentType', type(dialect, 'text'))
+        .addColumn('body', type(dialect, 'text'))
+        .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addPrimaryKeyConstraint('rh_idempotency_key', ['keyId', 'key'])
+        .execute();
+      await db.schema.createIndex('rh_idempotency_expires').on('rh_idempotency').column('expiresAt').execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
