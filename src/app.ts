@@ -140,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       changes,
       maxFileBytes: config.maxFileBytes,
       idempotency,
+      rateLimit: config.rateLimit,
     }),
   );
   await app.ready();

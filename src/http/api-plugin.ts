@@ -7,6 +7,8 @@ import type { RowWriter } from '../store/row-writes.ts';
 import { installAccess } from './access.ts';
 import { apiKeyRoutes } from './api-key-routes.ts';
 import { installAuth } from './auth.ts';
+import { installRateLimits } from './rate-limit.ts';
+import type { RateLimit } from '../domain/access.ts';
 import { installIdempotency } from './idempotency.ts';
 import type { IdempotencyStore } from '../store/idempotency-store.ts';
 import { installJsonBodies } from './json-body.ts';
@@ -33,6 +35,8 @@ export interface ApiDeps {
   maxFileBytes: number;
   /** Answers kept for Idempotency-Key (CONTRACT §12). */
   idempotency: IdempotencyStore;
+  /** ROWHOUSE_RATE_LIMIT: the rate limit of keys without one (null: none). */
+  rateLimit: RateLimit | null;
 }
 
 /**
@@ -47,6 +51,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     // A body that is not JSON: a 400 naming its line and column.
     installJsonBodies(api);
     installAuth(api, deps.rows.database);
+    installRateLimits(api, deps.rateLimit);
     installWriteQueryRule(api);
     installAccess(api, deps.rows.catalog, deps.rows.database.db);
     installIdempotency(api, deps.rows.database, deps.idempotency);
