@@ -101,7 +101,6 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     }
     // A replay was answered: the slot is free again.
     if (!request.idempotency) running.delete(slot);
-    return reply.sent ? reply : undefined;
   };
 
   const admit = async (request: FastifyRequest, reply: FastifyReply, key: string, keyId: string, slot: string) => {
@@ -139,6 +138,17 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     };
   };
 
+  // A callback hook: a write without the header (most) costs no promise. A replay has answered: the chain stops.
+  const stageHook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    if (request.headers[IDEMPOTENCY_HEADER] === undefined) return done();
+    stage(request, reply).then(
+      () => {
+        if (!reply.sent) done();
+      },
+      (err: Error) => done(err),
+    );
+  };
+
   /** Ends the request's held transaction: commits with `answer` (null: rolls back). */
   const end = async (request: FastifyRequest, answer: KeptAnswer | null): Promise<void> => {
     const state = request.idempotency;
@@ -160,7 +170,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       const state = request.idempotency;
       return state ? state.held.scope(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
     };
-    route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stage];
+    route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stageHook];
   });
 
   // The 409 of a key in flight is about the key, not the request's answer: never kept.
@@ -169,9 +179,10 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     done();
   });
 
-  api.addHook('onSend', async (request, reply, payload) => {
+  // A callback hook: the answers of requests without a key (most) cost no promise.
+  api.addHook('onSend', (request, reply, payload, done) => {
     const state = request.idempotency;
-    if (!state || state.ended) return payload;
+    if (!state || state.ended) return done(null, payload);
     if (state.streamedHash) state.request.bodyHash = state.streamedHash() ?? '';
     const textual = payload === null || payload === undefined || typeof payload === 'string' || Buffer.isBuffer(payload);
     // Kept: every answer below 500 to a request read whole. A 5xx keeps nothing (and writes nothing): the retry runs.
@@ -180,15 +191,20 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     const answer: KeptAnswer | null = keep
       ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: payload === null || payload === undefined ? null : String(payload) }
       : null;
-    try {
-      await end(request, answer);
-    } catch (err) {
-      // The writes and their answer did not commit: neither is there, and the client may retry.
-      request.log.error({ err }, 'committing a request with an Idempotency-Key failed');
-      reply.code(503).header('content-type', 'application/json; charset=utf-8');
-      return JSON.stringify(errorBody(503, 'The request could not be committed; nothing of it was kept: send it again'));
-    }
-    return payload;
+    end(request, answer).then(
+      () => done(null, payload),
+      (err: unknown) => {
+        // Nothing written: the answer goes out unkept (another instance holds or has answered the key; a retry sees it).
+        if (!state.held.holdsWrites) {
+          request.log.info({ err }, 'the answer to a request with an Idempotency-Key was not kept');
+          return done(null, payload);
+        }
+        // The writes and their answer did not commit: neither is there, and the client may retry.
+        request.log.error({ err }, 'committing a request with an Idempotency-Key failed');
+        reply.code(503).header('content-type', 'application/json; charset=utf-8');
+        done(null, JSON.stringify(errorBody(503, 'The request could not be committed; nothing of it was kept: send it again')));
+      },
+    );
   });
 
   // A request whose answer was never sent (its client gone): nothing of it is kept.

@@ -44,6 +44,11 @@ export class HeldTransaction<A> implements HeldScope {
     return !this.over;
   }
 
+  /** Whether the request's writes are held, to commit with its answer (else it wrote nothing in a transaction). */
+  get holdsWrites(): boolean {
+    return this.ended !== undefined;
+  }
+
   /** Runs the request's handler with its writes going into this transaction. */
   scope<T>(handler: () => T): T {
     return heldScope.run(this, handler);
