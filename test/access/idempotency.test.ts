@@ -123,6 +123,28 @@ eachDatabase('Idempotency-Key', (kind) => {
     expectError(await t.request('POST', url, { raw: 'title\nother\n', headers: { 'content-type': 'text/csv', 'idempotency-key': key } }), 422);
   });
 
+  it('keeps a non-atomic import whole: a chunk that fails is rolled back alone, with its change entries', async () => {
+    const made = await t.post('/api/tables', { code: 'partial', name: 'Partial', fields: [{ code: 'title', type: 'text' }] });
+    assert.equal(made.status, 201, made.text);
+    assert.equal((await t.post('/api/tables/partial/rows', { id: 'dup', values: { title: 'before' } })).status, 201);
+    const key = fresh();
+    const url = '/api/tables/partial/rows-import?format=csv&encoding=utf8&atomic=false';
+    const file = 'id,title\na,one\nb,two\ndup,three\nc,four\n';
+    const first = await t.request('POST', url, withKey(key, { raw: file, headers: { 'content-type': 'text/csv' } }));
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.created, 3);
+    assert.equal(first.body.failed, 1);
+    const rows = await allRows(t, 'partial');
+    assert.deepEqual(rows.map((r) => `${r.id}:${r.values.title}`).sort(), ['a:one', 'b:two', 'c:four', 'dup:before']);
+    // The change log has one create per row there, and none of the rolled-back insert of the failed chunk.
+    const feed = await t.get('/api/tables/partial/changes?limit=100');
+    assert.equal(feed.status, 200, feed.text);
+    assert.deepEqual(feed.body.data.map((c: { type: string; rowId: string }) => `${c.type}:${c.rowId}`).sort(), ['create:a', 'create:b', 'create:c', 'create:dup']);
+    const again = await t.request('POST', url, withKey(key, { raw: file, headers: { 'content-type': 'text/csv' } }));
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.text, first.text);
+  });
+
   it('writes the 1,000 rows of a bulk sent several times at once exactly once', async () => {
     const key = fresh();
     const data = Array.from({ length: 1000 }, (_, i) => ({ values: { title: `bulk-${key}-${i}` } }));
