@@ -189,3 +189,21 @@ eachDatabase('scopes on every route', (kind) => {
     assert.deepEqual(wrong, []);
   });
 });
+
+eachDatabase('a route without an access declaration', (kind) => {
+  it('cannot be registered under /api: the app fails at start, naming it', async () => {
+    const t = await startApp(kind);
+    try {
+      const { default: Fastify } = await import('fastify');
+      const { installAccess } = await import('../../src/http/access.ts');
+      const { TableCatalog } = await import('../../src/store/table-catalog.ts');
+      const app = Fastify();
+      installAccess(app, new TableCatalog(t.database), t.database.db);
+      assert.throws(() => app.get('/api/forgotten', async () => ({})), /GET \/api\/forgotten declares no access/);
+      app.get('/api/declared', { config: { access: () => [] } }, async () => ({}));
+      await app.close();
+    } finally {
+      await t.close();
+    }
+  });
+});
