@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { hashApiKey } from '../src/domain/api-key.ts';
-import { LATEST_VERSION } from '../src/store/migrations.ts';
+import { MIGRATION_VERSIONS } from '../src/store/migrations.ts';
 import { scratchDatabase } from './support/harness.ts';
 import { childEnv } from './support/served.ts';
 import { freePort } from './support/wire.ts';
@@ -341,7 +341,7 @@ describe('rowhouse CLI', { concurrency: 2 }, () => {
       const db = new SqliteDatabase(file, { readonly: true });
       try {
         const versions = db.prepare('select version from rh_migrations order by version').all() as { version: number }[];
-        assert.deepEqual(versions.map((v) => v.version), Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
+        assert.deepEqual(versions.map((v) => v.version), MIGRATION_VERSIONS);
         const tables = (db.prepare("select name from sqlite_master where type = 'table'").all() as { name: string }[]).map((t) => t.name);
         for (const t of ['rh_settings', 'rh_members', 'rh_api_keys', 'rh_flows', 'rh_tables', 'rh_fields']) assert.ok(tables.includes(t), t);
         // migrate makes no key and no member: that is serve's first start.
@@ -366,7 +366,7 @@ describe('rowhouse CLI', { concurrency: 2 }, () => {
         await client.connect();
         try {
           const { rows } = await client.query('select version from rh_migrations order by version');
-          assert.deepEqual(rows.map((r) => r.version), Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
+          assert.deepEqual(rows.map((r) => r.version), MIGRATION_VERSIONS);
           const tables = await client.query("select table_name from information_schema.tables where table_schema = 'public'");
           const names = tables.rows.map((r) => r.table_name);
           for (const t of ['rh_settings', 'rh_members', 'rh_api_keys', 'rh_flows', 'rh_tables', 'rh_fields']) assert.ok(names.includes(t), t);

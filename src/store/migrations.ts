@@ -359,6 +359,8 @@ const migrations: Migration[] = [
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
+/** Every migration's version, in order (branches take their numbers ahead: there may be gaps). */
+export const MIGRATION_VERSIONS: readonly number[] = migrations.map((m) => m.version);
 
 /** Applies every pending migration; safe to run from several instances at once. */
 export async function migrate(db: MetaDb, dialect: Dialect): Promise<number[]> {
