@@ -26,6 +26,7 @@ import { RowStore } from './store/rows.ts';
 import { LinkWrites } from './store/links/link-writes.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 import { ChangeLog } from './store/change-log.ts';
+import { IdempotencyStore } from './store/idempotency-store.ts';
 import { recordJson } from './render/row-json.ts';
 import { ChangeStreams } from './stream/change-streams.ts';
 import { signedChangeStreamRoutes } from './http/change-stream-routes.ts';
@@ -40,6 +41,8 @@ declare module 'fastify' {
     webhooks: WebhookWorker;
     /** The change streams open on this instance (null with the change log off), for tests. */
     changeStreams: ChangeStreams | null;
+    /** Answers kept for Idempotency-Key: swept by server.ts once expired. */
+    idempotency: IdempotencyStore;
   }
 }
 
@@ -143,6 +146,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       done();
     });
   }
+  const idempotency = new IdempotencyStore(database, config.idempotencyTtlSeconds);
+  app.decorate('idempotency', idempotency);
   app.register(publicPlugin({ database, files, resources, publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes }));
   if (changes && streams) app.register(async (open) => signedChangeStreamRoutes(open, { rows, log: changes, streams }));
   app.register(
@@ -155,6 +160,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       changes,
       streams,
       maxFileBytes: config.maxFileBytes,
+      idempotency,
+      rateLimit: config.rateLimit,
     }),
   );
   await app.ready();

@@ -1,6 +1,10 @@
 import { parseArgs } from 'node:util';
 import { CONFIG_FLAGS, ConfigError, loadConfig } from './config.ts';
+import { FULL_GRANT, type Grant, scopesProblems, tablesShapeProblems } from './domain/access.ts';
 import { generateApiKey } from './domain/api-key.ts';
+import { ServiceError } from './domain/errors.ts';
+import type { MetaDb } from './store/meta-schema.ts';
+import { tableIds } from './store/resources/api-keys.ts';
 import { insertApiKey, listApiKeys, revokeApiKey } from './store/auth-store.ts';
 import { startServer } from './server.ts';
 import { ensureOwner } from './store/bootstrap.ts';
@@ -12,7 +16,10 @@ const USAGE = `Usage: rowhouse <command> [flags]
 Commands:
   serve                          start the HTTP service (migrates first)
   migrate                        apply pending database migrations and exit
-  api-keys create --name NAME    create an API key for the owner member; prints it once
+  api-keys create --name NAME [--scope SCOPE]… [--table TABLE]…
+                                 create an API key for the owner member; prints it once.
+                                 Without --scope it has every scope, without --table every
+                                 table (e.g. --scope rows:read --table orders: a read-only key)
   api-keys list                  list API keys (never the keys themselves)
   api-keys revoke ID             revoke an API key from the next request on
 
@@ -21,7 +28,8 @@ Every command takes the configuration flags (each also an environment variable):
   --prepared-statements, --storage, --public-url, --secret,
   --api-key, --max-body-bytes, --max-file-bytes, --upload-ttl-seconds, --changes-retention-seconds,
   --change-log, --webhook-allow-private, --webhook-attempts, --webhook-retry-base-ms,
-  --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level
+  --webhook-timeout-ms, --shutdown-timeout-seconds, --body-timeout-seconds, --log-level,
+  --idempotency-ttl-seconds, --rate-limit
 `;
 
 class UsageError extends Error {}
@@ -64,15 +72,31 @@ async function serve(flags: Record<string, string>): Promise<void> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 }
 
-async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Record<string, string>): Promise<void> {
+/** --scope and --table as a key's grant (tables by id or code, stored as ids); a usage error names a bad one. */
+async function grantOf(db: MetaDb, scopes: string[] | undefined, tables: string[] | undefined): Promise<Grant> {
+  const grant = { scopes: scopes ?? [...FULL_GRANT.scopes], tables: tables ?? [...FULL_GRANT.tables] };
+  const problems = [...scopesProblems(grant.scopes, '--scope'), ...tablesShapeProblems(grant.tables, '--table')];
+  if (problems.length > 0) throw new UsageError(problems.map((p) => `${p.path}: ${p.message}`).join('; '));
+  try {
+    return { scopes: grant.scopes, tables: await tableIds(db, grant.tables, '--table') };
+  } catch (err) {
+    if (err instanceof ServiceError) throw new UsageError((err.details ?? []).map((p) => `${p.path}: ${p.message}`).join('; ') || err.message);
+    throw err;
+  }
+}
+
+type Flags = Record<string, string> & { scope?: string[]; table?: string[] };
+
+async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Flags): Promise<void> {
   if (sub === 'create') {
     const name = flags.name;
     if (!name) throw new UsageError('api-keys create needs --name NAME');
     await withDatabase(flags, async ({ db }) => {
       const ownerId = await ensureOwner(db);
+      const grant = await grantOf(db, flags.scope, flags.table);
       const key = generateApiKey();
-      const id = await insertApiKey(db, key, name, ownerId);
-      console.log(`Created API key ${id} (${name}). It is shown only this once:`);
+      const id = await insertApiKey(db, key, name, ownerId, grant);
+      console.log(`Created API key ${id} (${name}; scopes ${grant.scopes.join(', ')}; tables ${grant.tables.join(', ')}). It is shown only this once:`);
       console.log(key);
     });
   } else if (sub === 'list') {
@@ -80,7 +104,7 @@ async function apiKeysCommand(sub: string | undefined, rest: string[], flags: Re
       const keys = await listApiKeys(db);
       for (const k of keys) {
         const state = k.revokedAt ? `revoked ${k.revokedAt}` : k.expiresAt ? `expires ${k.expiresAt}` : 'active';
-        console.log(`${k.id}  ${k.prefix}…  ${k.name}  (${state}; last used ${k.lastUsedAt ?? 'never'})`);
+        console.log(`${k.id}  ${k.prefix}…  ${k.name}  (${state}; scopes ${k.grant.scopes.join(',')}; tables ${k.grant.tables.join(',')}; last used ${k.lastUsedAt ?? 'never'})`);
       }
       if (keys.length === 0) console.log('No API keys.');
     });
@@ -100,11 +124,11 @@ export async function main(argv: string[]): Promise<void> {
   try {
     const { values, positionals } = parseArgs({
       args: argv,
-      options: { ...CONFIG_FLAGS, name: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { ...CONFIG_FLAGS, name: { type: 'string' }, scope: { type: 'string', multiple: true }, table: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: true,
     });
-    const flags = values as Record<string, string>;
+    const flags = values as Flags;
     const [command, sub, ...rest] = positionals;
     if (values.help || !command) {
       console.log(USAGE);

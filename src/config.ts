@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { type RateLimit, parseRateLimitText } from './domain/access.ts';
 
 /** Everything the service is configured with, parsed in this one place (CONTRACT §1). */
 export interface Config {
@@ -38,6 +39,10 @@ export interface Config {
   bodyTimeoutMs: number;
   /** pino level; `info` writes one access log line per request, `warn` and above silence it. */
   logLevel: string;
+  /** How long the answer to a request with an Idempotency-Key is kept (CONTRACT §12). */
+  idempotencyTtlSeconds: number;
+  /** The rate limit of keys without one of their own (CONTRACT §12); null: none. */
+  rateLimit: RateLimit | null;
 }
 
 export class ConfigError extends Error {}
@@ -69,6 +74,8 @@ const SETTINGS = {
   shutdownTimeoutSeconds: { env: 'ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS', flag: 'shutdown-timeout-seconds' },
   bodyTimeoutSeconds: { env: 'ROWHOUSE_BODY_TIMEOUT_SECONDS', flag: 'body-timeout-seconds' },
   logLevel: { env: 'ROWHOUSE_LOG_LEVEL', flag: 'log-level' },
+  idempotencyTtlSeconds: { env: 'ROWHOUSE_IDEMPOTENCY_TTL_SECONDS', flag: 'idempotency-ttl-seconds' },
+  rateLimit: { env: 'ROWHOUSE_RATE_LIMIT', flag: 'rate-limit' },
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -146,6 +153,11 @@ export function loadConfig(
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`${label('logLevel')} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const rateLimitText = get('rateLimit') ?? 'off';
+  const rateLimit = rateLimitText === 'off' ? null : parseRateLimitText(rateLimitText);
+  if (rateLimitText !== 'off' && !rateLimit) {
+    throw new ConfigError(`${label('rateLimit')} must be requests/seconds with positive whole numbers (600/60: 600 requests a minute per key), or off; got "${rateLimitText}"`);
+  }
   return {
     port,
     host,
@@ -169,6 +181,8 @@ export function loadConfig(
     shutdownTimeoutMs: integer(label('shutdownTimeoutSeconds'), get('shutdownTimeoutSeconds') ?? '10', 1, 3600) * 1000,
     bodyTimeoutMs: integer(label('bodyTimeoutSeconds'), get('bodyTimeoutSeconds') ?? '60', 1, 3600) * 1000,
     logLevel,
+    idempotencyTtlSeconds: integer(label('idempotencyTtlSeconds'), get('idempotencyTtlSeconds') ?? '86400', 1, 2 ** 31),
+    rateLimit,
   };
 }
 

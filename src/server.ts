@@ -19,7 +19,7 @@ export interface RunningServer {
  * Deletes uploads never attached once older than the TTL, and the bytes of released files a
  * crash left behind: at start and then every minute (more often for a TTL under two minutes).
  * Every instance sweeps; the claims in rh_files make each file deleted once. Changes older than
- * their retention go at the same times.
+ * their retention, and the expired answers of Idempotency-Key, go at the same times.
  */
 function sweepFiles(app: FastifyInstance, config: Config, database: Database): { stop(): Promise<void> } {
   // A sweep still running when the next is due (a slow storage) is left to finish: none overlap.
@@ -30,6 +30,7 @@ function sweepFiles(app: FastifyInstance, config: Config, database: Database): {
     running = Promise.all([
       app.files.sweep().catch((err) => app.log.warn(`sweeping files: ${(err as Error).message}`)),
       app.changes?.purge(database.db, cutoff).catch((err) => app.log.warn(`deleting old changes: ${(err as Error).message}`)),
+      app.idempotency.sweep().catch((err) => app.log.warn(`deleting expired idempotency keys: ${(err as Error).message}`)),
     ]).finally(() => {
       running = null;
     });

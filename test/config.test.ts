@@ -24,6 +24,8 @@ describe('loadConfig', () => {
     assert.equal(c.bodyTimeoutMs, 60_000);
     assert.equal(c.databaseListenUrl, c.databaseUrl, 'LISTEN goes where everything else does');
     assert.equal(c.preparedStatements, 'auto');
+    assert.equal(c.idempotencyTtlSeconds, 86400);
+    assert.equal(c.rateLimit, null, 'no rate limit unless ROWHOUSE_RATE_LIMIT sets one');
   });
 
   it('reads DATABASE_LISTEN_URL and ROWHOUSE_PREPARED_STATEMENTS (PgBouncer in transaction mode), from the environment or flags', () => {
@@ -39,6 +41,14 @@ describe('loadConfig', () => {
     assert.equal(f.preparedStatements, 'on');
     assert.equal(loadConfig({ ROWHOUSE_PREPARED_STATEMENTS: 'auto' }, {}, CWD).preparedStatements, 'auto');
     assert.equal(loadConfig({ DATABASE_URL: pooled, DATABASE_LISTEN_URL: '' }, {}, CWD).databaseListenUrl, pooled, 'empty counts as unset');
+  });
+
+  it('reads the default rate limit and the idempotency TTL (CONTRACT §12), from the environment or flags', () => {
+    const c = loadConfig({ ROWHOUSE_RATE_LIMIT: '600/60', ROWHOUSE_IDEMPOTENCY_TTL_SECONDS: '3600' }, {}, CWD);
+    assert.deepEqual(c.rateLimit, { requests: 600, perSeconds: 60 });
+    assert.equal(c.idempotencyTtlSeconds, 3600);
+    assert.deepEqual(loadConfig({ ROWHOUSE_RATE_LIMIT: '600/60' }, { 'rate-limit': '5/1' }, CWD).rateLimit, { requests: 5, perSeconds: 1 });
+    assert.equal(loadConfig({ ROWHOUSE_RATE_LIMIT: 'off' }, {}, CWD).rateLimit, null);
   });
 
   it('reads every environment variable', () => {
@@ -172,6 +182,10 @@ describe('loadConfig', () => {
     ['a listen URL that is not PostgreSQL', { DATABASE_URL: 'postgres://pgbouncer/rh', DATABASE_LISTEN_URL: 'db:5432' }, /DATABASE_LISTEN_URL.*postgres:\/\//],
     ['a listen URL with SQLite', { DATABASE_URL: 'sqlite:/tmp/rh.db', DATABASE_LISTEN_URL: 'postgres://db/rh' }, /DATABASE_LISTEN_URL.*PostgreSQL only/],
     ['an unknown prepared statements mode', { ROWHOUSE_PREPARED_STATEMENTS: 'true' }, /ROWHOUSE_PREPARED_STATEMENTS.*auto, on, off/],
+    ['a rate limit without its window', { ROWHOUSE_RATE_LIMIT: '600' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a rate limit of zero requests', { ROWHOUSE_RATE_LIMIT: '0/60' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a rate limit in words', { ROWHOUSE_RATE_LIMIT: '600 per minute' }, /ROWHOUSE_RATE_LIMIT/],
+    ['a zero idempotency TTL', { ROWHOUSE_IDEMPOTENCY_TTL_SECONDS: '0' }, /ROWHOUSE_IDEMPOTENCY_TTL_SECONDS/],
   ];
   for (const [what, env, message] of bad) {
     it(`rejects ${what} with a ConfigError naming the variable`, () => {

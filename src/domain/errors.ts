@@ -18,6 +18,14 @@ export type ErrorCode =
   | 'unauthorized'
   /** A signed file URL that was altered, or has expired. */
   | 'bad_signature'
+  /** The API key lacks the scope or table the request needs (CONTRACT §12). */
+  | 'forbidden'
+  /** The API key has used up its rate limit for now (CONTRACT §12). */
+  | 'rate_limited'
+  /** An Idempotency-Key used before with another method, path or body (CONTRACT §12). */
+  | 'idempotency_mismatch'
+  /** An Idempotency-Key whose first request is still running (CONTRACT §12). */
+  | 'idempotency_in_flight'
   /** No such route, table, row or item. */
   | 'not_found'
   /** A row with that id exists. */

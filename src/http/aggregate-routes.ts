@@ -5,6 +5,7 @@ import { sendAggregate } from '../render/aggregate-responses.ts';
 import { readAggregate, withTable } from '../store/execute.ts';
 import { withLinkedTables } from '../store/links/linked-tables.ts';
 import type { RowsDeps } from './rows-routes.ts';
+import { needs } from './access.ts';
 
 type TableParams = { Params: { table: string } };
 
@@ -15,7 +16,7 @@ type TableParams = { Params: { table: string } };
  * render (render/aggregate-responses.ts).
  */
 export function aggregateRoutes(app: FastifyInstance, deps: RowsDeps): void {
-  app.get<TableParams>('/api/tables/:table/rows-aggregate', async (request, reply) => {
+  app.get<TableParams>('/api/tables/:table/rows-aggregate', needs.onTable('rows:read'), async (request, reply) => {
     const { plan, page } = await withTable(deps, request.params.table, async (table) => {
       // The filter may look through links (`_some`, `_none`, `_every`), as a list's may.
       const plan = planAggregate(table, parseAggregate(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table), deps.secret));

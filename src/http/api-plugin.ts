@@ -5,7 +5,13 @@ import type { ChangeLog } from '../store/change-log.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
 import type { RowWriter } from '../store/row-writes.ts';
 import { aggregateRoutes } from './aggregate-routes.ts';
+import { installAccess } from './access.ts';
+import { apiKeyRoutes } from './api-key-routes.ts';
 import { installAuth } from './auth.ts';
+import { installRateLimits } from './rate-limit.ts';
+import type { RateLimit } from '../domain/access.ts';
+import { installIdempotency } from './idempotency.ts';
+import type { IdempotencyStore } from '../store/idempotency-store.ts';
 import { installJsonBodies } from './json-body.ts';
 import { bulkRoutes } from './bulk-routes.ts';
 import { changesRoutes } from './changes-routes.ts';
@@ -33,6 +39,10 @@ export interface ApiDeps {
   /** The change streams (with the change log). */
   streams: ChangeStreams | undefined;
   maxFileBytes: number;
+  /** Answers kept for Idempotency-Key (CONTRACT §12). */
+  idempotency: IdempotencyStore;
+  /** ROWHOUSE_RATE_LIMIT: the rate limit of keys without one (null: none). */
+  rateLimit: RateLimit | null;
 }
 
 /**
@@ -47,7 +57,10 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     // A body that is not JSON: a 400 naming its line and column.
     installJsonBodies(api);
     installAuth(api, deps.rows.database);
+    installRateLimits(api, deps.rateLimit);
     installWriteQueryRule(api);
+    installAccess(api, deps.rows.catalog, deps.rows.database.db);
+    installIdempotency(api, deps.rows.database, deps.idempotency);
     // Unknown /api paths go through the key check too: 401 without a key, 404 with one. Fastify
     // scopes a not-found handler by route prefix, so it sits in a child under /api; that child
     // inherits the hooks above.
@@ -60,6 +73,8 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
       { prefix: '/api' },
     );
 
+    const keys = deps.resources.find((store) => store.spec.name === 'api-keys');
+    if (keys) apiKeyRoutes(api, keys);
     for (const store of deps.resources) resourceRoutes(api, store);
     flowDeliveryRoutes(api, deps.deliveries, deps.webhooks);
     rowsRoutes(api, deps.rows);

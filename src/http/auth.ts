@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Grant } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
 import { type KeyState, type Principal, authenticate } from '../store/auth-store.ts';
@@ -41,7 +42,8 @@ export function installAuth(api: FastifyInstance, database: Database): void {
 }
 
 /** The member a write is made by: createdBy/updatedBy. */
-export function writeContext(request: FastifyRequest): { memberId: string; now: string } {
+export function writeContext(request: FastifyRequest): { memberId: string; now: string; keyId: string; grant: Grant } {
   if (!request.principal) throw unauthorized('X-API-Key header is required');
-  return { memberId: request.principal.memberId, now: new Date().toISOString() };
+  const { memberId, keyId, grant } = request.principal;
+  return { memberId, now: new Date().toISOString(), keyId, grant };
 }

@@ -1,6 +1,9 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
+import { tableRefusal } from '../domain/access.ts';
+import { keyGrant } from '../store/auth-store.ts';
+import { needs } from './access.ts';
 import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
@@ -59,13 +62,13 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
 
 /** The routes under /api (api-plugin.ts), behind the key check. */
 export function changeStreamRoutes(api: FastifyInstance, deps: StreamDeps): void {
-  api.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes/stream', async (request, reply) => {
+  api.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes/stream', needs.onTable('rows:read'), async (request, reply) => {
     const table = await tableOr404(deps.rows, request.params.table);
     const q = parseStreamQuery(request.query, request.headers['last-event-id'], table);
     return openStream(deps, reply, table, keyOf(request), q);
   });
 
-  api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', async (request) => {
+  api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', needs.onTable('rows:read'), async (request) => {
     const table = await tableOr404(deps.rows, request.params.table);
     const { filterText, expiresIn } = parseStreamUrlRequest(request.body, table);
     const keyId = keyOf(request);
@@ -90,6 +93,10 @@ export function signedChangeStreamRoutes(open: FastifyInstance, deps: StreamDeps
     if (problem) throw forbidden('This stream URL is not valid (altered or incomplete): use it exactly as it was issued');
     if (!(await deps.streams.keyUsable(keyId))) throw forbidden('The API key this stream URL was issued for is revoked, expired or deleted');
     const table = await tableOr404(deps.rows, request.params.tableId);
+    // The stream acts as the key it was issued for: its scopes apply when it opens, as they did when it was issued.
+    const grant = await keyGrant(deps.rows.database.db, keyId);
+    const refused = grant && tableRefusal(grant, 'rows:read', table.id, table.code ?? table.id);
+    if (refused) throw refused;
     const q = parseStreamQuery(rest, request.headers['last-event-id'], table);
     return openStream(deps, reply, table, keyId, q);
   });

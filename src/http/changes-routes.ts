@@ -5,6 +5,7 @@ import { feedQuery } from '../domain/requests/changes-query.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { changeJson } from '../render/change-json.ts';
+import { needs } from './access.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { tableOr404 } from '../store/execute.ts';
 
@@ -27,7 +28,7 @@ export function changesRoutes(app: FastifyInstance, deps: RowsDeps, log: ChangeL
     done();
   });
 
-  app.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes', async (request, reply) => {
+  app.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes', needs.onTable('rows:read'), async (request, reply) => {
     const table = await tableOr404(deps, request.params.table);
     const q = feedQuery(request.query);
     const db = deps.database.db;

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { parseUploadUrlRequest } from '../domain/requests/file-requests.ts';
 import type { Files } from '../files/files.ts';
 import { streamedBody } from './request-bodies.ts';
+import { needs } from './access.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { tableOr404 } from '../store/execute.ts';
 
@@ -10,7 +11,7 @@ type FileParams = { Params: { tableId: string; rowId: string; fileId: string }; 
 
 /** The three-step upload (the seed spec's "File attachment", CONTRACT §8): its first step, under /api. */
 export function fileRoutes(app: FastifyInstance, deps: RowsDeps): void {
-  app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', async (request) => {
+  app.post<{ Params: { table: string; rowId: string } }>('/api/tables/:table/rows/:rowId/file-upload-url', needs.anyOnTable('rows:create', 'rows:update'), async (request) => {
     const table = await tableOr404(deps, request.params.table);
     const { rowId, count } = parseUploadUrlRequest(request.params.rowId, request.body);
     return { data: await deps.files.uploadUrls(table, rowId, count) };

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { needs } from './access.ts';
 import { notFound } from '../domain/errors.ts';
 import { nextHistoryQuery, parseHistoryQuery } from '../domain/requests/history-query.ts';
 import { changeJson } from '../render/change-json.ts';
@@ -15,7 +16,7 @@ import type { RowsDeps } from './rows-routes.ts';
  * first, `{data: [change], nextUrl}` with `Link` as for lists. A row with no change kept → 404.
  */
 export function historyRoutes(api: FastifyInstance, deps: RowsDeps, log: ChangeLog): void {
-  api.get<{ Params: { table: string; rowId: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/rows/:rowId/history', async (request, reply) => {
+  api.get<{ Params: { table: string; rowId: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/rows/:rowId/history', needs.onTable('rows:read'), async (request, reply) => {
     const { rowId } = request.params;
     const table = await tableOr404(deps, request.params.table);
     const q = parseHistoryQuery(request.query, table.id, rowId, deps.secret);

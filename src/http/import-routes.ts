@@ -8,6 +8,7 @@ import { fileProblem, fileRecords } from '../import/read-file.ts';
 import { RowImporter } from '../store/row-import.ts';
 import { writeContext } from './auth.ts';
 import { streamedBody } from './request-bodies.ts';
+import { rowNeeds } from './access.ts';
 import type { RowsDeps } from './rows-routes.ts';
 import { tableOr404 } from '../store/execute.ts';
 
@@ -22,7 +23,13 @@ export function importRoutes(app: FastifyInstance, deps: RowsDeps, maxFileBytes:
 
     files.post<{ Params: { table: string }; Querystring: Record<string, unknown> }>(
       '/api/tables/:table/rows-import',
-      { config: { queryOptions: true } },
+      {
+        config: {
+          queryOptions: true,
+          // rows:import, and the write scopes its mode uses (checked before the file is read).
+          access: (request) => rowNeeds(request, 'rows:import', 'rows:create', ...((request.query as { mode?: unknown }).mode === 'upsert' ? (['rows:update'] as const) : [])),
+        },
+      },
       async (request) => {
         const table = await tableOr404(deps, request.params.table);
         const q = importQuery(request.query);

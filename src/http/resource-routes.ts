@@ -3,21 +3,44 @@ import { parseResourceListQuery } from '../domain/resource-query.ts';
 import { badRequest } from '../domain/errors.ts';
 import { ResourceBodies, objectBody } from '../domain/requests/resource-bodies.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
+import { type Scope, allTables } from '../domain/access.ts';
+import { needs } from './access.ts';
 import { writeContext } from './auth.ts';
+
+/** The scopes each resource's reads and writes need (CONTRACT §12). */
+const RESOURCE_SCOPES: Record<string, { read: Scope; write: Scope }> = {
+  tables: { read: 'schema:read', write: 'schema:write' },
+  flows: { read: 'flows:read', write: 'flows:write' },
+  'flow-deliveries': { read: 'flows:read', write: 'flows:write' },
+  'environment-variables': { read: 'resources:read', write: 'resources:write' },
+  members: { read: 'resources:read', write: 'resources:write' },
+  'api-keys': { read: 'keys:manage', write: 'keys:manage' },
+};
 
 /** The uniform CRUD routes of one generic resource (the seed spec's "Generic resources", CONTRACT §9). */
 export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void {
   const base = `/api/${store.spec.name}`;
   const bodies = new ResourceBodies(store.spec);
   type WithId = { Params: { id: string } };
+  const scopes = RESOURCE_SCOPES[store.spec.name];
+  if (!scopes) throw new Error(`resource ${store.spec.name} has no scopes in RESOURCE_SCOPES (http/resource-routes.ts)`);
+  // Tables are what a key's `tables` limits: reading one needs schema:read on it, and changing any
+  // needs a key that covers every table (schema:write with tables ["*"]).
+  const isTables = store.spec.name === 'tables';
+  const read = needs.scope(scopes.read);
+  const readOne = isTables ? needs.rule((request) => [{ scopes: [scopes.read], table: (request.params as { id: string }).id }]) : read;
+  const write = isTables ? needs.everyTable(scopes.write) : needs.scope(scopes.write);
 
-  app.get(base, async (request) => {
+  app.get(base, read, async (request) => {
     const q = parseResourceListQuery(request.query as Record<string, unknown>, store.queryable);
-    const { items, nextOffset } = await store.list(q);
+    // GET /api/tables lists only the tables the key covers.
+    const grant = request.principal?.grant;
+    const only = isTables && grant && !allTables(grant) ? grant.tables : undefined;
+    const { items, nextOffset } = await store.list(q, only);
     return { data: items, pagination: { limit: q.limit, count: items.length, offset: q.offset, nextOffset } };
   });
 
-  app.get<WithId>(`${base}/:id`, async (request) => {
+  app.get<WithId>(`${base}/:id`, readOne, async (request) => {
     const { relations, ...rest } = request.query as Record<string, unknown>;
     if (Object.keys(rest).length > 0) throw badRequest(`Unknown query parameter ${Object.keys(rest).join(', ')}: only relations applies to a single item`);
     const q = parseResourceListQuery(relations === undefined ? {} : { relations }, store.queryable);
@@ -27,34 +50,34 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   // The service writes these items itself: no write routes (a write answers 404, as any unknown route).
   if (store.spec.readOnly) return;
 
-  app.post(base, async (request, reply) => {
+  app.post(base, write, async (request, reply) => {
     const [item] = await store.create([bodies.create(request.body)], writeContext(request));
     return reply.status(201).send(item);
   });
 
-  app.put<WithId>(`${base}/:id`, async (request) => {
+  app.put<WithId>(`${base}/:id`, write, async (request) => {
     const body = objectBody(request.body);
     const input = bodies.update(body, await store.resolveId(request.params.id));
     const [item] = await store.update([input], writeContext(request));
     return item;
   });
 
-  app.delete<WithId>(`${base}/:id`, async (request) => {
+  app.delete<WithId>(`${base}/:id`, write, async (request) => {
     const [item] = await store.remove([await store.resolveId(request.params.id)], writeContext(request));
     return item;
   });
 
-  app.post(`${base}/create-many`, async (request, reply) => {
+  app.post(`${base}/create-many`, write, async (request, reply) => {
     const inputs = bodies.createMany(request.body);
     return reply.status(201).send({ data: inputs.length === 0 ? [] : await store.create(inputs, writeContext(request)) });
   });
 
-  app.put(`${base}/update-many`, async (request) => {
+  app.put(`${base}/update-many`, write, async (request) => {
     const inputs = bodies.updateMany(request.body);
     return { data: inputs.length === 0 ? [] : await store.update(inputs, writeContext(request)) };
   });
 
-  app.delete(`${base}/delete-many`, async (request) => {
+  app.delete(`${base}/delete-many`, write, async (request) => {
     const ids = bodies.deleteMany(request.body);
     return { data: ids.length === 0 ? [] : await store.remove(ids, writeContext(request)) };
   });

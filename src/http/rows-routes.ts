@@ -6,7 +6,9 @@ import type { Database } from '../store/database.ts';
 import type { Files } from '../files/files.ts';
 import type { RowStore } from '../store/rows.ts';
 import type { TableCatalog } from '../store/table-catalog.ts';
+import { needs, rowNeeds, upserts } from './access.ts';
 import { writeContext } from './auth.ts';
+import { expanding } from './write-query.ts';
 import { planRowCreate, planRowDelete, planRowRead, planRowUpdate } from '../plan/row-plans.ts';
 import { createRow, deleteRow, readPage, readRow, updateRow, withTable } from '../store/execute.ts';
 import { sendPage, sendRecord } from '../render/row-responses.ts';
@@ -44,7 +46,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
   const { rows } = deps;
   const base = '/api/tables/:table/rows';
 
-  app.get<TableParams>(base, async (request, reply) => {
+  app.get<TableParams>(base, needs.onTable('rows:read'), async (request, reply) => {
     const { q, plan, page, expanded } = await withTable(deps, request.params.table, async (table) => {
       const q = parseRowList(request.query as Record<string, unknown>, await withLinkedTables(deps.catalog, deps.database.db, table), deps.secret);
       const plan = planRowRead(table, q.selection, q.after, q.pageSize, q.expand);
@@ -54,7 +56,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendPage(deps, reply, request.params.table, q, plan, page, expanded);
   });
 
-  app.get<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.get<RowParams>(`${base}/:rowId`, needs.onTable('rows:read'), async (request, reply) => {
     const { table, raw, expanded } = await withTable(deps, request.params.table, async (table) => {
       const expand = expandOf(request.query, table);
       const raw = await readRow(deps, table, request.params.rowId);
@@ -64,7 +66,9 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendRecord(deps, reply, table, raw, expanded);
   });
 
-  app.post<TableParams>(base, { config: { expand: true } }, async (request, reply) => {
+  // An upsert may update the row: it needs rows:update too.
+  const create = needs.rule((request) => rowNeeds(request, 'rows:create', ...(upserts(request.body) ? (['rows:update'] as const) : [])));
+  app.post<TableParams>(base, expanding(create), async (request, reply) => {
     const ctx = writeContext(request);
     const { plan, result, expanded } = await withTable(deps, request.params.table, async (table) => {
       const expand = expandOf(request.query, table);
@@ -75,7 +79,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendRecord(deps, reply.status(result.created ? 201 : 200), plan.table, result.row, expanded);
   });
 
-  app.patch<RowParams>(`${base}/:rowId`, { config: { expand: true } }, async (request, reply) => {
+  app.patch<RowParams>(`${base}/:rowId`, expanding(needs.onTable('rows:update')), async (request, reply) => {
     const ctx = writeContext(request);
     const { plan, row, expanded } = await withTable(deps, request.params.table, async (table) => {
       const expand = expandOf(request.query, table);
@@ -86,7 +90,7 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
     return sendRecord(deps, reply, plan.table, row, expanded);
   });
 
-  app.delete<RowParams>(`${base}/:rowId`, async (request, reply) => {
+  app.delete<RowParams>(`${base}/:rowId`, needs.onTable('rows:delete'), async (request, reply) => {
     const ctx = writeContext(request);
     await withTable(deps, request.params.table, (table) => deleteRow(deps, planRowDelete(table, request.params.table, request.params.rowId, rows), ctx));
     return reply.status(204).send();

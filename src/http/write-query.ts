@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { invalid } from '../domain/errors.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A write whose options are query parameters (its body is a file): it checks them itself. */
+    queryOptions?: boolean;
+  }
+}
+
 /** API writes (POST, PUT, PATCH, DELETE) take no query parameters: one given is a mistake (a misspelt route or option), not noise to ignore. */
 function rejectQuery(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
   const keys = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
@@ -24,9 +31,14 @@ export function installWriteQueryRule(api: FastifyInstance): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (methods.every((m) => m === 'GET' || m === 'HEAD')) return;
     // A write whose options are query parameters (its body is a file) checks them itself.
-    if ((route.config as { queryOptions?: boolean } | undefined)?.queryOptions) return;
+    if (route.config?.queryOptions) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
     const expands = (route.config as { expand?: boolean } | undefined)?.expand === true;
     route.preValidation = [...existing, expands ? rejectQueryButExpand : rejectQuery];
   });
+}
+
+/** A write route's options (an access declaration) with `expand` allowed in its query (CONTRACT §11). */
+export function expanding<T extends { config: object }>(options: T): T {
+  return { ...options, config: { ...options.config, expand: true } };
 }

@@ -5,7 +5,7 @@ import { type AttrType, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, OPS_BY_TYPE, type Qu
 import { members } from '../store/resources/members.ts';
 import { type AttrSpec, type ResourceSpec, SYSTEM_ATTRS } from '../store/resources/resource-spec.ts';
 import { MAX_MANY, bodySchema } from '../domain/requests/resource-bodies.ts';
-import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
+import { type Schema, errorResponses, idempotentWrites, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import { jsonParam, tableDocument } from './table-document.ts';
 import { signedStreamPaths } from './stream-paths.ts';
 import type { TableDef } from '../domain/table.ts';
@@ -343,6 +343,14 @@ function servicePaths(): Record<string, PathItem> {
         responses: { 200: { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errorResponses() },
       },
     },
+    '/api/api-keys/me': {
+      get: {
+        operationId: 'apiKeyMe',
+        tags: ['api-keys'],
+        summary: 'The calling key’s own record: its scopes, tables and rate limit (any valid key)',
+        responses: { 200: jsonResponse('The calling API key.', ref('ApiKey')), ...errorResponses(401) },
+      },
+    },
     '/api/tables/{tableId}/openapi': {
       parameters: [{ name: 'tableId', in: 'path', required: true, description: 'The table’s id (a code answers 404).', schema: uuid }],
       get: {
@@ -449,7 +457,7 @@ export function serviceDocument(resources: readonly DocumentedResource[], public
       { name: 'files', description: 'The signed URLs of file attachments.' },
       { name: 'service', description: 'Health, and this reference.' },
     ],
-    paths,
+    paths: idempotentWrites(paths),
     components: { securitySchemes: security.components.securitySchemes, schemas },
   };
 }

@@ -1,7 +1,7 @@
 import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
 import { fieldType } from '../domain/field-types/registry.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
-import { type Schema, errorResponses, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
+import { type Schema, errorResponses, idempotentWrites, jsonBody, jsonResponse, ref, securityParts } from './common.ts';
 import type { TableDef } from '../domain/table.ts';
 import { aggregatePath, aggregateSchemas } from './aggregate-document.ts';
 import { streamPaths } from './stream-paths.ts';
@@ -221,7 +221,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
     servers: [{ url: publicUrl }],
     ...securityParts(),
     tags: [{ name: label }],
-    paths: {
+    paths: idempotentWrites({
       [`${t}/rows`]: {
         get: {
           operationId: 'listRows',
@@ -405,7 +405,7 @@ export function tableDocument(table: TableDef, publicUrl: string): Schema {
           },
         },
       },
-    },
+    }),
     components: {
       ...securityParts().components,
       schemas: {

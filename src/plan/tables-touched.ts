@@ -10,7 +10,11 @@ import type { RowReadPlan } from './row-plans.ts';
  * a key allowed to read the named table only must not read the others through it.
  */
 
-/** The ids of the tables a filter's `_some`, `_none`, `_every` and `_has` look into, at every depth. */
+/**
+ * The ids of the tables a filter's `_some`, `_none` and `_every` read rows of, at every depth.
+ * `_has` and `_eq` name a linked row's id, which the row's own value holds: they read nothing of
+ * the target table (CONTRACT §12 asks rows:read there of `expand` and the `_some`-style filters).
+ */
 export function filterTables(filter: RowFilter | null, into = new Set<string>()): Set<string> {
   if (filter === null) return into;
   switch (filter.kind) {
@@ -22,8 +26,9 @@ export function filterTables(filter: RowFilter | null, into = new Set<string>())
       filterTables(filter.item, into);
       break;
     case 'link':
+      if (filter.mode === 'linksTo') break;
       into.add(filter.table);
-      if (filter.mode !== 'linksTo') filterTables(filter.filter, into);
+      filterTables(filter.filter, into);
       break;
   }
   return into;

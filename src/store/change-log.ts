@@ -7,6 +7,7 @@ import type { TableDef } from '../domain/table.ts';
 import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { EntryMaker, LoneWrite, PendingEntries, RowChange } from './change-entries.ts';
+import { savepointParticipant } from './transaction-hooks.ts';
 
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and
@@ -132,6 +133,20 @@ export class ChangeLog implements EntryMaker {
       beforeCommit(tx, () => this.write(tx, tables));
       afterCommit(tx, () => {
         for (const id of tables.keys()) this.committed.emit('table', id);
+      });
+      // A savepoint rolled back (request-transaction.ts) takes its changes' entries with it.
+      savepointParticipant(tx, {
+        snapshot: () => {
+          const kept = new Map([...tables].map(([id, p]) => [id, p.changes.slice()]));
+          return () => {
+            for (const [id, p] of tables) {
+              const changes = kept.get(id);
+              if (changes) p.changes = changes;
+              else tables.delete(id);
+            }
+          };
+        },
+        discard: () => this.pending.delete(tx),
       });
     }
     let entry = byTable.get(table.id);

@@ -3,6 +3,7 @@ import { loadPg } from './postgres/driver.ts';
 import { openPostgres } from './postgres/open-postgres.ts';
 import { openSqlite } from './sqlite/open-sqlite.ts';
 import { classifyDatabaseError } from './database-errors.ts';
+import { type TransactionHooks, attachHooks, heldScope, hooksOf, newHooks } from './transaction-hooks.ts';
 
 export type { Database, DatabaseOptions, Db } from './dialect.ts';
 export { readRows } from './read-rows.ts';
@@ -15,31 +16,42 @@ const MAX_ATTEMPTS = 5;
  * one transaction at a time, so it never needs to.)
  */
 export async function inTransaction<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
+  const held = heldScope.getStore();
+  if (held?.open) return held.run(work);
+  return runTransaction(database, work);
+}
+
+/** A transaction of its own (inTransaction outside a request's held transaction). */
+async function runTransaction<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const hooks: TransactionHooks = { beforeCommit: [], afterCommit: [] };
+    const hooks = newHooks();
     try {
       const result = await database.db.transaction().execute(async (tx) => {
-        transactionHooks.set(tx, hooks);
+        attachHooks(tx, hooks);
         const done = await work(tx);
-        // Work that registers more before-commit work (rare) is run too, in order.
-        for (let i = 0; i < hooks.beforeCommit.length; i++) await hooks.beforeCommit[i]();
+        await runBeforeCommit(hooks);
         return done;
       });
       for (const then of hooks.afterCommit) then();
       return result;
     } catch (err) {
-      if (attempt >= MAX_ATTEMPTS || classifyDatabaseError(err, database.dialect) !== 'retryable') throw err;
-      // A moment's random wait, so the two that collided do not collide again at once.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      if (!(await retryable(database, err, attempt))) throw err;
     }
   }
 }
 
-interface TransactionHooks {
-  beforeCommit: (() => Promise<void>)[];
-  afterCommit: (() => void)[];
+/** Work that registers more before-commit work (rare) is run too, in order. */
+export async function runBeforeCommit(hooks: TransactionHooks): Promise<void> {
+  for (let i = 0; i < hooks.beforeCommit.length; i++) await hooks.beforeCommit[i]();
 }
-const transactionHooks = new WeakMap<Db, TransactionHooks>();
+
+/** Whether a failed attempt is to be made again: the database gave up on it because of other writers, and attempts are left (after a moment's random wait). */
+export async function retryable(database: Database, err: unknown, attempt: number): Promise<boolean> {
+  if (attempt >= MAX_ATTEMPTS || classifyDatabaseError(err, database.dialect) !== 'retryable') return false;
+  // A moment's random wait, so the two that collided do not collide again at once.
+  await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+  return true;
+}
 
 /**
  * Runs `then` once the transaction `tx` has committed (never after a rollback); outside a
@@ -47,7 +59,7 @@ const transactionHooks = new WeakMap<Db, TransactionHooks>();
  * the change is there to stay, like deleting the bytes of a file the change let go of.
  */
 export function afterCommit(tx: Db, then: () => void): void {
-  const hooks = transactionHooks.get(tx);
+  const hooks = hooksOf(tx);
   if (hooks) hooks.afterCommit.push(then);
   else if (tx.isTransaction) throw new Error('afterCommit: a transaction not begun by inTransaction');
   else then();
@@ -60,7 +72,7 @@ export function afterCommit(tx: Db, then: () => void): void {
  * transaction begun by inTransaction.
  */
 export function beforeCommit(tx: Db, last: () => Promise<void>): void {
-  const hooks = transactionHooks.get(tx);
+  const hooks = hooksOf(tx);
   if (!hooks) throw new Error('beforeCommit: a transaction not begun by inTransaction');
   hooks.beforeCommit.push(last);
 }

@@ -44,6 +44,12 @@ export interface Dialect extends ValueCodec {
   isRetryable(err: unknown): boolean;
   /** Inside a migration's transaction: other instances migrating at the same time wait until it ends. */
   lockMigrations(tx: QueryExecutorProvider): Promise<void>;
+  /**
+   * Inside a transaction: holds a lock named `name` until it ends, or answers false at once when
+   * another transaction (of any instance) holds it (an Idempotency-Key in flight). SQLite: true, as
+   * it runs one write transaction at a time.
+   */
+  tryLock(tx: QueryExecutorProvider, name: string): Promise<boolean>;
   /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
   canAlterNullability: boolean;
   /**

@@ -34,6 +34,11 @@ export interface Meta {
     expiresAt: string | null;
     lastUsedAt: string | null;
     revokedAt: string | null;
+    /** JSON arrays (CONTRACT §12): scopes, and table ids or "*". */
+    scopes: StoredJson;
+    tables: StoredJson;
+    /** JSON {requests, perSeconds}, or null: the default (ROWHOUSE_RATE_LIMIT). */
+    rateLimit: StoredJson | null;
   };
   rh_environment_variables: ItemColumns & { name: string; value: string; description: string | null };
   rh_flows: ItemColumns & { name: string; description: string | null; enabled: StoredBoolean; definition: StoredJson; secret: string | null };
@@ -66,6 +71,19 @@ export interface Meta {
     options: StoredJson;
   };
   rh_migrations: { version: number; name: string; appliedAt: string };
+  /** The answer to a request with an Idempotency-Key, per API key (store/idempotency-store.ts). */
+  rh_idempotency: {
+    keyId: string;
+    key: string;
+    method: string;
+    path: string;
+    bodyHash: string;
+    status: number;
+    contentType: string | null;
+    body: string | null;
+    createdAt: string;
+    expiresAt: string;
+  };
   /** Every committed row change (change-log.ts). `row` and `changedFields` are JSON text. */
   rh_changes: {
     tableId: string;

@@ -312,6 +312,51 @@ const migrations: Migration[] = [
     },
   },
   {
+    version: 15,
+    name: 'scoped API keys and their rate limits',
+    async up(db, dialect) {
+      // CONTRACT §12: a key's scopes and tables; the keys made before keep full access.
+      const json = type(dialect, 'json');
+      await sql`alter table rh_api_keys add column "scopes" ${json} not null default '["*"]'`.execute(db);
+      await sql`alter table rh_api_keys add column "tables" ${json} not null default '["*"]'`.execute(db);
+      await sql`alter table rh_api_keys add column "rateLimit" ${json}`.execute(db);
+      // The key cache must hear of changes to them too (migration 4).
+      const keyColumns = ['id', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'name', 'memberId', 'prefix', 'keyHash', 'expiresAt', 'revokedAt', 'scopes', 'tables', 'rateLimit']
+        .map((c) => `"${c}"`)
+        .join(', ');
+      const run = (text: string) => sql.raw(text).execute(db);
+      if (dialect.name === 'postgres') {
+        await run('drop trigger rh_api_keys_changed on rh_api_keys');
+        await run(`create trigger rh_api_keys_changed after insert or delete or truncate or update of ${keyColumns} on rh_api_keys for each statement execute function rh_metadata_changed()`);
+      } else {
+        await run('drop trigger rh_api_keys_updated');
+        await run(`create trigger rh_api_keys_updated after update of ${keyColumns} on rh_api_keys begin update rh_metadata_version set n = n + 1 where id = 1; end`);
+      }
+    },
+  },
+  {
+    version: 16,
+    name: 'idempotency keys',
+    async up(db, dialect) {
+      // CONTRACT §12: the answer to a request with an Idempotency-Key, kept with the writes it answers.
+      await db.schema
+        .createTable('rh_idempotency')
+        .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('contentType', type(dialect, 'text'))
+        .addColumn('body', type(dialect, 'text'))
+        .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addPrimaryKeyConstraint('rh_idempotency_key', ['keyId', 'key'])
+        .execute();
+      await db.schema.createIndex('rh_idempotency_expires').on('rh_idempotency').column('expiresAt').execute();
+    },
+  },
+  {
     version: 18,
     name: 'change log by row',
     async up(db) {
@@ -324,8 +369,8 @@ const migrations: Migration[] = [
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
-/** Every migration's version, in order (a branch may leave a gap for another's numbers). */
-export const MIGRATION_VERSIONS = migrations.map((m) => m.version);
+/** Every migration's version, in order (branches take their numbers ahead: there may be gaps). */
+export const MIGRATION_VERSIONS: readonly number[] = migrations.map((m) => m.version);
 
 /** Applies every pending migration; safe to run from several instances at once. */
 export async function migrate(db: MetaDb, dialect: Dialect): Promise<number[]> {

@@ -83,7 +83,8 @@ eachDatabase('links: expand', (kind) => {
     const filter = JSON.stringify({ values: { order: { _some: { values: { customer: { _has: 'c1' } } } } } });
     const q = parseRowList({ filter, expand: 'order' }, await withLinkedTables(catalog, t.database.db, lines), 'secret');
     const plan = planRowRead(lines, q.selection, q.after, q.pageSize, q.expand);
-    assert.deepEqual(readPlanTables(plan), [s.ids.lines, s.ids.orders, s.ids.customers]);
+    // `_has` reads nothing of customers: it names an id the order holds.
+    assert.deepEqual(readPlanTables(plan), [s.ids.lines, s.ids.orders]);
     const plain = parseRowList({}, lines, 'secret');
     assert.deepEqual(readPlanTables(planRowRead(lines, plain.selection, null, 50, plain.expand)), [s.ids.lines]);
     // Writes: a line's values move its order's `lines`; deleting an order acts on customers' and lines' links to it.

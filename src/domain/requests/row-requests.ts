@@ -112,6 +112,16 @@ export function batchTableRefs(body: unknown): Set<string> {
   return refs;
 }
 
+/** What each well-formed operation of a batch does to which table (for the key's scopes: http/access.ts), before anything is looked up. */
+export function batchOperationTables(body: unknown): { index: number; type: 'create' | 'update' | 'delete'; tableRef: string; upsert: boolean }[] {
+  const operations = isObject(body) && Array.isArray(body.operations) ? body.operations : [];
+  return operations.flatMap((op, index) => {
+    if (!isObject(op) || typeof op.tableId !== 'string' || (op.type !== 'create' && op.type !== 'update' && op.type !== 'delete')) return [];
+    const upsert = op.type === 'create' && isObject(op.options) && op.options.upsert === true;
+    return [{ index, type: op.type, tableRef: op.tableId, upsert }];
+  });
+}
+
 /** POST /api/rows-batch: `{operations: [{type, tableId, …}]}`, each operation against the table `tables` holds for its tableId. */
 export function parseBatch<T extends TableDef>(body: unknown, tables: ReadonlyMap<string, T>): BatchOperation<T>[] {
   return arrayOf(body, 'operations', ['operations'], 'batch').map((op, index) => {

@@ -1,8 +1,44 @@
+import { ALL, FULL_GRANT, type Grant, escalation, rateLimitProblems, scopesProblems, tablesShapeProblems } from '../../domain/access.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../domain/api-key.ts';
-import { badRequest } from '../../domain/errors.ts';
-import { AUDIT_RELATIONS, type ResourceSpec } from './resource-spec.ts';
+import { isUuid } from '../../domain/codes.ts';
+import { type ErrorDetail, badRequest, invalid } from '../../domain/errors.ts';
+import type { MetaDb } from '../meta-schema.ts';
+import { AUDIT_RELATIONS, type Attrs, type Item, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 const timestamp = { type: 'string', maxLength: 64 };
+
+/** A key's `tables` as given (ids or codes, or "*") as stored: ids, or ["*"]; an unknown table is a 400 naming it. */
+export async function tableIds(db: MetaDb, refs: readonly string[], path = 'tables'): Promise<string[]> {
+  if (refs.includes(ALL)) return [ALL];
+  const ids: string[] = [];
+  const problems: ErrorDetail[] = [];
+  for (const [i, ref] of refs.entries()) {
+    const row = ref.includes('\u0000')
+      ? undefined
+      : await db.selectFrom('rh_tables').select('id').where(isUuid(ref) ? 'id' : 'code', '=', isUuid(ref) ? ref.toLowerCase() : ref).executeTakeFirst();
+    if (!row) problems.push({ path: `${path}[${i}]`, message: `no table ${ref}` });
+    else if (!ids.includes(row.id)) ids.push(row.id);
+  }
+  if (problems.length > 0) throw invalid(problems, 'Invalid API key');
+  return ids;
+}
+
+/** The table names of a 403 about tables: codes where they have one. */
+async function tableNamer(db: MetaDb, ids: readonly string[]): Promise<(id: string) => string> {
+  const real = ids.filter((id) => id !== ALL);
+  const rows = real.length === 0 ? [] : await db.selectFrom('rh_tables').select(['id', 'code']).where('id', 'in', real).execute();
+  const names = new Map(rows.map((r) => [r.id, r.code ?? r.id]));
+  return (id) => names.get(id) ?? id;
+}
+
+/** No escalation (CONTRACT §12): the key a request creates, changes or deletes has no scope or table its own key lacks. */
+async function requireWithin(db: MetaDb, ctx: WriteContext, wanted: Grant): Promise<void> {
+  if (!ctx.grant) return;
+  const refused = escalation(ctx.grant, wanted, await tableNamer(db, wanted.tables));
+  if (refused) throw refused;
+}
+
+const stored = (v: unknown): string[] => (typeof v === 'string' ? JSON.parse(v) : v) as string[];
 
 export const apiKeys: ResourceSpec = {
   name: 'api-keys',
@@ -18,20 +54,55 @@ export const apiKeys: ResourceSpec = {
     lastUsedAt: { type: 'timestamp', schema: timestamp, nullable: true, create: 'no', update: false },
     // Setting it revokes the key from the next request on.
     revokedAt: { type: 'timestamp', schema: timestamp, nullable: true, create: 'no', update: true },
+    // What the key may do (CONTRACT §12): checked by `check`, tables stored as ids by the hooks.
+    scopes: { type: 'json', schema: { type: 'array', items: { type: 'string' } }, default: () => [ALL] },
+    tables: { type: 'json', schema: { type: 'array', items: { type: 'string' } }, default: () => [ALL] },
+    rateLimit: {
+      type: 'json',
+      schema: { type: 'object', properties: { requests: { type: 'integer', minimum: 1 }, perSeconds: { type: 'integer', minimum: 1 } }, required: ['requests', 'perSeconds'] },
+      nullable: true,
+      default: () => null,
+    },
   },
   relations: { ...AUDIT_RELATIONS, member: 'memberId' },
   createAnswers: { key: { type: 'string', description: 'The key itself, for the X-API-Key header: answered on create only, never stored.' } },
   hooks: {
-    async beforeInsert(tx, columns, _input, ctx) {
+    check(input: Attrs): ErrorDetail[] {
+      return [
+        ...(input.scopes === undefined ? [] : scopesProblems(input.scopes)),
+        ...(input.tables === undefined ? [] : tablesShapeProblems(input.tables)),
+        ...(input.rateLimit === undefined ? [] : rateLimitProblems(input.rateLimit)),
+      ];
+    },
+    async beforeInsert(tx, columns, input, ctx) {
       const memberId = typeof columns.memberId === 'string' ? columns.memberId : ctx.memberId;
       columns.memberId = memberId;
       const member = await tx.selectFrom('rh_members').select('id').where('id', '=', memberId).executeTakeFirst();
       if (!member) throw badRequest(`memberId: no member ${memberId}`);
+      // Left out, scopes and tables are ["*"]: a limited key must name what it gives.
+      const grant: Grant = {
+        scopes: (input.scopes as string[] | undefined) ?? FULL_GRANT.scopes,
+        tables: await tableIds(tx, (input.tables as string[] | undefined) ?? FULL_GRANT.tables),
+      };
+      await requireWithin(tx, ctx, grant);
+      columns.tables = JSON.stringify(grant.tables);
       const key = generateApiKey();
       columns.keyHash = hashApiKey(key);
       columns.prefix = apiKeyPrefix(key);
       // The key itself is answered once, on create, and never stored.
       return { key };
+    },
+    async beforeUpdate(tx, before: Item, changes, input, ctx) {
+      // Changing a key needs all it has, before and after the change.
+      await requireWithin(tx, ctx, { scopes: stored(before.scopes), tables: stored(before.tables) });
+      if (input.tables !== undefined) changes.tables = JSON.stringify(await tableIds(tx, input.tables as string[]));
+      await requireWithin(tx, ctx, {
+        scopes: (input.scopes as string[] | undefined) ?? stored(before.scopes),
+        tables: changes.tables === undefined ? stored(before.tables) : stored(changes.tables),
+      });
+    },
+    async beforeDelete(tx, item, ctx) {
+      await requireWithin(tx, ctx, { scopes: stored(item.scopes), tables: stored(item.tables) });
     },
   },
 };

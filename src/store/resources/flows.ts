@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tableRefusal } from '../../domain/access.ts';
 import { isUuid } from '../../domain/codes.ts';
 import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
 import { isObject } from '../../domain/json.ts';
@@ -8,7 +9,7 @@ import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lastNumber } from '../change-log.ts';
 import { loadFields } from '../table-catalog.ts';
-import { AUDIT_RELATIONS, type Attrs, type ResourceSpec } from './resource-spec.ts';
+import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /**
  * Flows (CONTRACT §9; issue "Change events", item 3): a trigger on a table's changes and the
@@ -24,6 +25,14 @@ export interface FlowSpecOptions {
 }
 
 export const newFlowSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
+
+/** A key limited to some tables writes only the flows whose trigger is one of them (CONTRACT §12). */
+function requireFlowTable(ctx: WriteContext, definition: unknown): void {
+  const table = isObject(definition) && isObject(definition.trigger) ? definition.trigger.table : undefined;
+  if (!ctx.grant || typeof table !== 'string') return;
+  const refused = tableRefusal(ctx.grant, 'flows:write', table);
+  if (refused) throw refused;
+}
 
 const ENABLE_DRAFT: ErrorDetail = { path: 'enabled', message: 'a flow can be enabled only with a complete definition {trigger: {table, events, filter?}, webhook: {url, headers?}}' };
 
@@ -78,10 +87,11 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         if (mode === 'create' && input.enabled === true && (input.definition === undefined || isDraft(input.definition))) problems.push(ENABLE_DRAFT);
         return problems;
       },
-      async beforeInsert(tx, columns, input) {
+      async beforeInsert(tx, columns, input, ctx) {
         const parsed = parseFlowDefinition(input.definition, allowPrivate, []);
         if (parsed) {
           const definition = await resolveDefinition(tx, dialect, parsed);
+          requireFlowTable(ctx, definition);
           columns.definition = dialect.encodeJson(definition);
           if (input.enabled === true) await startCursor(tx, columns.id, definition.trigger.table);
         }
@@ -90,7 +100,8 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         // Answered this once; list and get answers never carry it (a hidden attribute).
         return { secret };
       },
-      async beforeUpdate(tx, before, changes, input) {
+      async beforeUpdate(tx, before, changes, input, ctx) {
+        requireFlowTable(ctx, before.definition);
         const enabled = typeof input.enabled === 'boolean' ? input.enabled : before.enabled === true;
         const given = input.definition !== undefined;
         const raw = given ? input.definition : before.definition;
@@ -101,13 +112,15 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         if (enabled && !definition) throw invalid(problems.length > 0 ? problems : [ENABLE_DRAFT], 'Invalid flow');
         if (definition && given) {
           definition = await resolveDefinition(tx, dialect, definition);
+          requireFlowTable(ctx, definition);
           changes.definition = dialect.encodeJson(definition);
         }
         if (!enabled || !definition) return;
         const beforeTable = (before.definition as FlowDefinition | undefined)?.trigger?.table;
         if (before.enabled !== true || beforeTable !== definition.trigger.table) await startCursor(tx, before.id, definition.trigger.table);
       },
-      async beforeDelete(tx, item) {
+      async beforeDelete(tx, item, ctx) {
+        requireFlowTable(ctx, item.definition);
         await tx.deleteFrom('rh_flow_cursors').where('flowId', '=', item.id).execute();
         await tx.deleteFrom('rh_flow_deliveries').where('flowId', '=', item.id).execute();
       },

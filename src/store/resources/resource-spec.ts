@@ -1,3 +1,4 @@
+import type { Grant } from '../../domain/access.ts';
 import type { ErrorDetail } from '../../domain/errors.ts';
 import type { AttrType } from '../../domain/resource-query.ts';
 import type { Meta, MetaDb } from '../meta-schema.ts';
@@ -33,6 +34,8 @@ export interface WriteContext {
   memberId: string;
   /** One timestamp for the whole request. */
   now: string;
+  /** What the request's key may do, for the checks a write makes inside its transaction (no escalation, a flow's table); absent: the service itself. */
+  grant?: Grant;
 }
 
 /** Where a resource needs more than rows in its own table. Every hook runs inside the write's transaction. */

@@ -56,9 +56,11 @@ export class ResourceStore {
 
   // ---- reading ----
 
-  async list(q: ResourceListQuery): Promise<{ items: Item[]; nextOffset: number | null }> {
+  /** A page of items; `only`: among these ids alone (the tables a limited key covers). */
+  async list(q: ResourceListQuery, only?: readonly string[]): Promise<{ items: Item[]; nextOffset: number | null }> {
     const { db } = this.database;
     let query = db.selectFrom(this.spec.table).select(this.columns);
+    if (only) query = only.length === 0 ? query.where(sql<SqlBool>`1 = 0`) : query.where('id', 'in', [...only]);
     if (q.filter) {
       const filter = q.filter;
       query = query.where((eb) => this.compileFilter(eb, filter));

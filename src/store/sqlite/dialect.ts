@@ -37,6 +37,7 @@ export const sqliteDialect: Dialect = {
   // none is given up for another, and a migration's transaction already keeps other instances waiting.
   isRetryable: () => false,
   lockMigrations: async () => {},
+  tryLock: async () => true,
   canAlterNullability: false,
   lockRows: false,
   writingWith: false,

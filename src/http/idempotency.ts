@@ -1,0 +1,216 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, Readable, pipeline } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
+import { ServiceError, invalid } from '../domain/errors.ts';
+import type { Database } from '../store/database.ts';
+import { errorBody } from './error-body.ts';
+import { type IdempotencyStore, type IdempotentRequest, type KeptAnswer, inFlight } from '../store/idempotency-store.ts';
+import { HeldTransaction } from '../store/request-transaction.ts';
+
+/**
+ * Idempotent retries (CONTRACT §12): a POST, PUT, PATCH or DELETE under /api with an
+ * Idempotency-Key runs once per API key and key; a repeat with the same method, path and body
+ * answers what the first answered (Idempotent-Replayed: true), another request under the key is a
+ * 422, and a repeat while the first runs a 409. The answer is kept in the same transaction as the
+ * writes it answers (store/request-transaction.ts): after a crash both exist or neither. A 5xx, or
+ * a client gone before the answer, keeps nothing and writes nothing: the retry runs.
+ */
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: Idempotent | null;
+  }
+}
+
+interface Idempotent {
+  request: IdempotentRequest;
+  held: HeldTransaction<KeptAnswer>;
+  /** The in-process slot it holds (API key and key). */
+  slot: string;
+  /** Whether the answer may be kept: not a 409 about the key itself. */
+  keep: boolean;
+  ended: boolean;
+  /** A streamed body (an import's file): its hash once it has been read whole, else undefined. */
+  streamedHash?: () => string | undefined;
+}
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
+
+/** The header's value, checked: 1–255 printable ASCII characters (else a 400 naming it). */
+function headerKey(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const text = Array.isArray(value) ? value.join(', ') : value;
+  if (PRINTABLE.test(text)) return text;
+  const problem = text.length === 0 ? 'must not be empty' : text.length > 255 ? `must be at most 255 characters, got ${text.length}` : 'must be printable ASCII characters only';
+  throw invalid([{ path: 'Idempotency-Key', message: `${problem} (1–255 printable ASCII characters)` }], 'Invalid Idempotency-Key header');
+}
+
+const sha256 = () => createHash('sha256');
+
+/** A streamed body passed on through a hash of its bytes: the hash once the body has been read to its end. */
+function hashedStream(body: Readable): { stream: Readable; hash: () => string | undefined } {
+  const hash = sha256();
+  let digest: string | undefined;
+  const tap = new PassThrough({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    },
+    flush(done) {
+      digest = hash.digest('hex');
+      done();
+    },
+  });
+  // Errors of the body (a 413) reach the reader, and a reader that stops ends the body.
+  pipeline(body, tap, () => {});
+  return { stream: tap, hash: () => digest };
+}
+
+async function hashWhole(body: Readable): Promise<string> {
+  const hash = sha256();
+  for await (const chunk of body) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+const mismatch = (key: string, what: string) =>
+  new ServiceError('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was used for another request (${what}): use a new key for a new request`);
+
+/**
+ * Installs the stage in the /api plugin, for its write routes (call before registering them, and
+ * after the authorization stage, http/access.ts: it runs after it).
+ */
+export function installIdempotency(api: FastifyInstance, database: Database, store: IdempotencyStore): void {
+  api.decorateRequest('idempotency', null);
+  /** Keys of requests running on this instance (other instances: IdempotencyStore.claim). */
+  const running = new Set<string>();
+
+  const stage = async (request: FastifyRequest, reply: FastifyReply) => {
+    const key = headerKey(request.headers[IDEMPOTENCY_HEADER]);
+    if (key === undefined || !request.principal) return;
+    const keyId = request.principal.keyId;
+    const slot = `${keyId}\n${key}`;
+    if (running.has(slot)) throw inFlight(key);
+    running.add(slot);
+    try {
+      await admit(request, reply, key, keyId, slot);
+    } catch (err) {
+      running.delete(slot);
+      throw err;
+    }
+    // A replay was answered: the slot is free again.
+    if (!request.idempotency) running.delete(slot);
+  };
+
+  const admit = async (request: FastifyRequest, reply: FastifyReply, key: string, keyId: string, slot: string) => {
+    const kept = await store.find(keyId, key);
+    let bodyHash: string | undefined;
+    let streamedHash: (() => string | undefined) | undefined;
+    const body = request.body;
+    if (body instanceof Readable) {
+      if (kept) bodyHash = await hashWhole(body);
+      else {
+        const hashed = hashedStream(body);
+        request.body = hashed.stream;
+        streamedHash = hashed.hash;
+      }
+    } else bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
+    const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: bodyHash ?? '' };
+    if (kept) {
+      if (kept.method !== described.method || kept.path !== described.path) throw mismatch(key, `${kept.method} ${kept.path}`);
+      if (kept.bodyHash !== described.bodyHash) throw mismatch(key, 'another body');
+      reply.code(kept.status).header('idempotent-replayed', 'true');
+      if (kept.contentType) reply.header('content-type', kept.contentType);
+      reply.send(kept.body ?? undefined);
+      return;
+    }
+    request.idempotency = {
+      request: described,
+      slot,
+      keep: true,
+      ended: false,
+      streamedHash,
+      held: new HeldTransaction<KeptAnswer>(database, {
+        begin: (tx) => store.claim(tx, described),
+        finish: (tx, answer) => store.keep(tx, described, answer),
+      }),
+    };
+  };
+
+  // A callback hook: a write without the header (most) costs no promise. A replay has answered: the chain stops.
+  const stageHook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    if (request.headers[IDEMPOTENCY_HEADER] === undefined) return done();
+    stage(request, reply).then(
+      () => {
+        if (!reply.sent) done();
+      },
+      (err: Error) => done(err),
+    );
+  };
+
+  /** Ends the request's held transaction: commits with `answer` (null: rolls back). */
+  const end = async (request: FastifyRequest, answer: KeptAnswer | null): Promise<void> => {
+    const state = request.idempotency;
+    if (!state || state.ended) return;
+    state.ended = true;
+    try {
+      await state.held.end(answer);
+    } finally {
+      running.delete(state.slot);
+    }
+  };
+
+  api.addHook('onRoute', (route: RouteOptions) => {
+    const methods = [route.method].flat();
+    if (!methods.some((m) => WRITES.has(m))) return;
+    const handler = route.handler as RouteHandlerMethod;
+    // The handler's writes go into the request's held transaction, when it has one.
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const state = request.idempotency;
+      return state ? state.held.scope(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
+    };
+    route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stageHook];
+  });
+
+  // The 409 of a key in flight is about the key, not the request's answer: never kept.
+  api.addHook('onError', (request, _reply, error, done) => {
+    if (request.idempotency && (error as { code?: unknown }).code === 'idempotency_in_flight') request.idempotency.keep = false;
+    done();
+  });
+
+  // A callback hook: the answers of requests without a key (most) cost no promise.
+  api.addHook('onSend', (request, reply, payload, done) => {
+    const state = request.idempotency;
+    if (!state || state.ended) return done(null, payload);
+    if (state.streamedHash) state.request.bodyHash = state.streamedHash() ?? '';
+    const textual = payload === null || payload === undefined || typeof payload === 'string' || Buffer.isBuffer(payload);
+    // Kept: every answer below 500 to a request read whole. A 5xx keeps nothing (and writes nothing): the retry runs.
+    const keep = state.keep && reply.statusCode < 500 && textual && state.request.bodyHash !== '';
+    const contentType = reply.getHeader('content-type');
+    const answer: KeptAnswer | null = keep
+      ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: payload === null || payload === undefined ? null : String(payload) }
+      : null;
+    end(request, answer).then(
+      () => done(null, payload),
+      (err: unknown) => {
+        // Nothing written: the answer goes out unkept (another instance holds or has answered the key; a retry sees it).
+        if (!state.held.holdsWrites) {
+          request.log.info({ err }, 'the answer to a request with an Idempotency-Key was not kept');
+          return done(null, payload);
+        }
+        // The writes and their answer did not commit: neither is there, and the client may retry.
+        request.log.error({ err }, 'committing a request with an Idempotency-Key failed');
+        reply.code(503).header('content-type', 'application/json; charset=utf-8');
+        done(null, JSON.stringify(errorBody(503, 'The request could not be committed; nothing of it was kept: send it again')));
+      },
+    );
+  });
+
+  // A request whose answer was never sent (its client gone): nothing of it is kept.
+  const abandon = (request: FastifyRequest, _reply: unknown, done: () => void) => {
+    end(request, null).then(() => done(), () => done());
+  };
+  api.addHook('onResponse', abandon);
+  api.addHook('onRequestAbort', (request, done) => abandon(request, null, done));
+}

@@ -1,0 +1,172 @@
+import { sql } from 'kysely';
+import { type Database, type Db, retryable, runBeforeCommit } from './database.ts';
+import { type HeldScope, type TransactionHooks, attachHooks, heldScope, newHooks } from './transaction-hooks.ts';
+
+/**
+ * A request's held transaction: the writes of a request that must commit together with something
+ * known only once it has answered (its Idempotency-Key's stored answer, CONTRACT §12). The first
+ * transaction the request's handler begins (inTransaction) is held open when its work is done:
+ * its result goes back to the handler, which renders the answer; `end` then adds what is to be
+ * kept with it and commits, or rolls everything back. Later transactions of the same request run
+ * in savepoints of the held one. While the handler runs (`run`), single-row writes take a
+ * transaction too (inHeldScope), so every write of the request is in it.
+ */
+
+/** What the held transaction does at its start and end, besides the request's writes. */
+export interface HeldWork<A> {
+  /** First, in the transaction: may refuse (throw) before anything is written. */
+  begin(tx: Db): Promise<void>;
+  /** Last, in the transaction, with the answer: what is kept with the writes. */
+  finish(tx: Db, answer: A): Promise<void>;
+}
+
+/** Once the handler has its result, how long the transaction may stay open for the answer before it is rolled back. */
+const ANSWER_WAIT_MS = 30_000;
+
+class RolledBack extends Error {}
+
+let savepoints = 0;
+
+export class HeldTransaction<A> implements HeldScope {
+  private held: { tx: Db; hooks: TransactionHooks } | undefined;
+  /** Settles the answer the held transaction waits for (null: roll back). */
+  private settle: ((answer: A | null) => void) | undefined;
+  /** The held transaction's end: resolves once committed, rejects when it failed to. */
+  private ended: Promise<void> | undefined;
+  private over = false;
+
+  constructor(
+    private readonly database: Database,
+    private readonly work: HeldWork<A>,
+  ) {}
+
+  get open(): boolean {
+    return !this.over;
+  }
+
+  /** Whether the request's writes are held, to commit with its answer (else it wrote nothing in a transaction). */
+  get holdsWrites(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** Runs the request's handler with its writes going into this transaction. */
+  scope<T>(handler: () => T): T {
+    return heldScope.run(this, handler);
+  }
+
+  /** inTransaction within the request: the first opens the held transaction, later ones are savepoints of it. */
+  run<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    if (this.held) return this.savepoint(this.held, work);
+    return this.open ? this.hold(work) : Promise.reject(new Error('the request has answered: its transaction is over'));
+  }
+
+  private async hold<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let handedBack = false;
+      try {
+        return await new Promise<T>((resolve, reject) => {
+          const hooks = newHooks();
+          let committed: (() => void) | undefined;
+          let failed: ((err: unknown) => void) | undefined;
+          const transaction = this.database.db.transaction().execute(async (tx) => {
+            attachHooks(tx, hooks);
+            await this.work.begin(tx);
+            const result = await work(tx);
+            const answered = new Promise<A | null>((settle) => {
+              this.settle = settle;
+            });
+            this.ended = new Promise<void>((ok, ko) => {
+              committed = ok;
+              failed = ko;
+            });
+            // Nobody may wait for it (a request whose client has gone): not an unhandled rejection.
+            this.ended.catch(() => {});
+            this.held = { tx, hooks };
+            handedBack = true;
+            resolve(result);
+            let timer: NodeJS.Timeout | undefined;
+            const late = new Promise<null>((settle) => {
+              timer = setTimeout(() => settle(null), ANSWER_WAIT_MS);
+            });
+            const answer = await Promise.race([answered, late]);
+            clearTimeout(timer);
+            this.over = true;
+            if (answer === null) throw new RolledBack();
+            await runBeforeCommit(hooks);
+            await this.work.finish(tx, answer);
+          });
+          transaction.then(
+            () => {
+              committed?.();
+              // Outside the request's scope: what runs after the commit (a worker woken) is no part of it.
+              heldScope.exit(() => {
+                for (const then of hooks.afterCommit) then();
+              });
+            },
+            (err: unknown) => {
+              this.held = undefined;
+              this.over ||= handedBack;
+              if (handedBack) failed?.(err);
+              else reject(err);
+            },
+          );
+        });
+      } catch (err) {
+        if (handedBack || !(await retryable(this.database, err, attempt))) throw err;
+      }
+    }
+  }
+
+  /** A later transaction of the request: a savepoint of the held one, rolled back alone when its work throws. */
+  private async savepoint<T>(held: { tx: Db; hooks: TransactionHooks }, work: (tx: Db) => Promise<T>): Promise<T> {
+    const { tx, hooks } = held;
+    for (let attempt = 1; ; attempt++) {
+      const name = sql.raw(`request_${++savepoints}`);
+      const marks = { before: hooks.beforeCommit.length, after: hooks.afterCommit.length, participants: hooks.participants.length };
+      const restores = hooks.participants.map((p) => p.snapshot());
+      await sql`savepoint ${name}`.execute(tx);
+      try {
+        const result = await work(tx);
+        await sql`release savepoint ${name}`.execute(tx);
+        return result;
+      } catch (err) {
+        await sql`rollback to savepoint ${name}`.execute(tx);
+        await sql`release savepoint ${name}`.execute(tx);
+        for (const restore of restores) restore();
+        for (const made of hooks.participants.splice(marks.participants)) made.discard();
+        hooks.beforeCommit.length = marks.before;
+        hooks.afterCommit.length = marks.after;
+        if (!(await retryable(this.database, err, attempt))) throw err;
+      }
+    }
+  }
+
+  /**
+   * The request has answered: `answer` is kept with its writes, which commit (null: rolled back,
+   * nothing kept). Resolves once committed; rejects when the commit failed (nothing of it is kept).
+   */
+  async end(answer: A | null): Promise<void> {
+    if (this.ended) {
+      this.settle?.(answer);
+      this.settle = undefined;
+      await this.ended.catch((err: unknown) => {
+        if (!(err instanceof RolledBack)) throw err;
+      });
+      return;
+    }
+    if (this.over) return;
+    this.over = true;
+    if (answer === null) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.database.db.transaction().execute(async (tx) => {
+          await this.work.begin(tx);
+          await this.work.finish(tx, answer);
+        });
+        return;
+      } catch (err) {
+        if (!(await retryable(this.database, err, attempt))) throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Db } from './dialect.ts';
+
+/**
+ * What a transaction begun by inTransaction (database.ts) runs besides its work: before it commits,
+ * after it has committed, and what undoes a savepoint's share of them (a request's held
+ * transaction, request-transaction.ts, runs later writes of the request in savepoints).
+ */
+export interface TransactionHooks {
+  beforeCommit: (() => Promise<void>)[];
+  afterCommit: (() => void)[];
+  /** State kept beside the transaction (the change log's pending entries) that a savepoint rolled back must forget too. */
+  participants: SavepointParticipant[];
+}
+
+/** State kept in memory beside a transaction, which a rolled-back savepoint must put back as it was. */
+export interface SavepointParticipant {
+  /** Taken when a savepoint begins: what puts the state back as it is now. */
+  snapshot(): () => void;
+  /** Made within a savepoint that is rolled back: forget it all. */
+  discard(): void;
+}
+
+export const newHooks = (): TransactionHooks => ({ beforeCommit: [], afterCommit: [], participants: [] });
+
+const transactionHooks = new WeakMap<Db, TransactionHooks>();
+
+export function attachHooks(tx: Db, hooks: TransactionHooks): void {
+  transactionHooks.set(tx, hooks);
+}
+
+export function hooksOf(tx: Db): TransactionHooks | undefined {
+  return transactionHooks.get(tx);
+}
+
+/** Registers state beside the transaction `tx` that savepoints rolled back must restore (no-op outside inTransaction's transactions). */
+export function savepointParticipant(tx: Db, participant: SavepointParticipant): void {
+  transactionHooks.get(tx)?.participants.push(participant);
+}
+
+/**
+ * A transaction a request holds open across its writes (request-transaction.ts): inTransaction
+ * runs work in it instead of a transaction of its own while the request's handler runs.
+ */
+export interface HeldScope {
+  run<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+  /** Whether writes still join it (false once it has ended). */
+  readonly open: boolean;
+}
+
+/** The held transaction of the request whose handler is running, if it has one. */
+export const heldScope = new AsyncLocalStorage<HeldScope>();
+
+/** Whether the running code's writes go into a request's held transaction: single-row writes then take a transaction too. */
+export function inHeldScope(): boolean {
+  return heldScope.getStore()?.open === true;
+}
