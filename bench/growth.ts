@@ -7,14 +7,10 @@
 // the figure is the median of the rounds' ratios of mean latency (large / small).
 //   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3)
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
-// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
-import { startPostgres } from '../test/support/postgres-server.mjs';
-import { BENCH_KEY, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, startService } from './support/processes.ts';
 
 const SMALL = 200_000;
 const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
@@ -22,10 +18,7 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEEP = 150_000;
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-growth-'));
-const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const { dir, postgres, env } = await benchDatabase('growth');
 const ds = await dataset();
 
 let service = await startService(env);

@@ -7,24 +7,16 @@
 // the whole table take at most 1.2x the floor's time.
 //   node --import tsx bench/rows.ts [rows=200000] [seconds=5]     (BENCH_ONLY="get by id,create" runs only those workloads)
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
-// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
-import { startPostgres } from '../test/support/postgres-server.mjs';
-import { BENCH_KEY, type Proc, cpuMs, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, cpuMs, type Proc, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
 const DEEP = Math.floor(Math.min(150_000, N * 0.75) / 200) * 200;
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-bench-'));
-const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
-const db = postgres ? postgres.url : path.join(dir, 'rowhouse.db');
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const { dir, postgres, env, db } = await benchDatabase('bench');
 const ds = await dataset();
 
 let service = await startService(env);

@@ -10,22 +10,15 @@
 //   npm run build && node --import tsx bench/soak.ts [seconds=300] [rows=20000]      (BENCH_DATABASE=postgres too)
 import autocannon from 'autocannon';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
-import { BENCH_KEY, memory, startService } from './support/processes.ts';
-// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
-import { startPostgres } from '../test/support/postgres-server.mjs';
+import { BENCH_KEY, benchDatabase, memory, startService } from './support/processes.ts';
 
 const SECONDS = Number(process.argv[2] ?? 300);
 const N = Number(process.argv[3] ?? 20_000);
 if (!(SECONDS >= 30) || !(Number.isInteger(N) && N >= 1000)) throw new Error('usage: bench/soak.ts [seconds>=30] [rows>=1000] (the warm-up alone is 10 s)');
 const DRIFT_BUDGET_MIB = 16;
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-soak-'));
-const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const { dir, postgres, env } = await benchDatabase('soak');
 const ds = await dataset();
 
 const service = await startService(env);

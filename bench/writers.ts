@@ -10,23 +10,17 @@
 // Afterwards the change feed is read to its end: one entry per write, numbers strictly increasing.
 //   npm run build && node --import tsx bench/writers.ts [rows=100000] [seconds=5]    (BENCH_DATABASE=postgres, BENCH_ROUNDS=3)
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
-// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
-import { startPostgres } from '../test/support/postgres-server.mjs';
-import { BENCH_KEY, type Proc, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, type Proc, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 const SECONDS = Number(process.argv[3] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-writers-'));
-const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const { dir, postgres, env } = await benchDatabase('writers');
 const ds = await dataset();
 
 const first = await startService(env);

@@ -2,7 +2,10 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
+import { startPostgres } from '../../test/support/postgres-server.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BENCH_KEY = 'rh_benchkey_0123456789abcdefghijklmnopqrst';
@@ -146,4 +149,17 @@ export async function sampled<T>(pid: number, work: () => Promise<T>, everyMs: n
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * A bench's database: a temporary data folder, and with BENCH_DATABASE=postgres a PostgreSQL
+ * server started for the bench (the machine's binaries, as the tests use). `env` points a service
+ * at both; `db` is what a floor opens (the SQLite file, or the server's URL).
+ */
+export async function benchDatabase(name: string): Promise<{ dir: string; postgres: { url: string; stop(): Promise<void> } | null; env: Record<string, string>; db: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `rowhouse-${name}-`));
+  const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
+  if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
+  const env: Record<string, string> = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+  return { dir, postgres, env, db: postgres ? postgres.url : path.join(dir, 'rowhouse.db') };
 }
