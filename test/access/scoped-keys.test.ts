@@ -163,8 +163,9 @@ eachDatabase('scoped keys', (kind) => {
       assert.equal(r.status, 200, r.text);
       return Object.values(r.body.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) => Object.values(p).flatMap((o) => (o.operationId ? [o.operationId] : []))).sort();
     };
-    assert.deepEqual(await ops(await makeKey(t, ['rows:read'], [ordersId])), ['getRow', 'listChanges', 'listRows']);
-    assert.deepEqual(await ops(await makeKey(t, ['rows:read', 'rows:import', 'rows:create'], [ordersId])), ['batch', 'createRow', 'createRows', 'fileUploadUrls', 'getRow', 'importRows', 'listChanges', 'listRows']);
+    const reads = ['aggregateRows', 'changeStreamUrl', 'getRow', 'listChanges', 'listRows', 'rowHistory', 'streamChanges'];
+    assert.deepEqual(await ops(await makeKey(t, ['rows:read'], [ordersId])), reads);
+    assert.deepEqual(await ops(await makeKey(t, ['rows:read', 'rows:import', 'rows:create'], [ordersId])), [...reads, 'batch', 'createRow', 'createRows', 'fileUploadUrls', 'importRows'].sort());
     const full = await ops(TEST_KEY);
     assert.ok(full.includes('deleteRow') && full.includes('exportRows'));
     const { OPERATION_SCOPES } = await import('../../src/openapi/table-operations.ts');
