@@ -1,6 +1,7 @@
 // The floor on PostgreSQL: a minimal Fastify + pg server answering the same workloads with raw,
 // parameterised SQL on the same table. env: PORT, FLOOR_DB (a postgres:// URL), FLOOR_TABLES as
-// for floor-server.ts (the first is the main table; /bulk and /batch write into any by index).
+// for floor-server.ts (the first is the main table; /bulk and /batch write into any by index), and
+// FLOOR_LINK (optional) as for floor-server.ts.
 import type { Readable } from 'node:stream';
 import { parse as csvParser } from 'csv-parse';
 import Fastify from 'fastify';
@@ -33,6 +34,16 @@ app.get('/paid', async () => ({
 }));
 // As the service writes them: nulls last, which PostgreSQL must be told for a descending order.
 app.get('/byAmount', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.amount} desc nulls last, id desc limit $1`, [51]) }));
+const link = process.env.FLOOR_LINK ? (JSON.parse(process.env.FLOOR_LINK) as { edges: string; mine: string; other: string; target: number; column: string }) : null;
+// `link _some {column _eq v}` sorted by amount, as a hand-written EXISTS through the edge table (floor-server.ts).
+app.get('/linkedSome', async (req) => ({
+  data: link
+    ? await rows(
+        `select ${all} from ${t} where exists (select 1 from ${link.edges} e join ${tables[link.target].physical} x on x.id = e.${link.other} where e.${link.mine} = ${t}.id and x.${link.column} = $1) order by ${c.amount} desc nulls last, id desc limit $2`,
+        [(req.query as { v: string }).v, 51],
+      )
+    : null,
+}));
 app.get('/byQuantity', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.quantity} desc nulls last, id desc limit $1`, [51]) }));
 app.get('/rows/:id', async (req, reply) => {
   const [row] = await rows(`select ${all} from ${t} where id = $1`, [(req.params as { id: string }).id]);

@@ -1,6 +1,7 @@
 // The floor: a minimal Fastify + better-sqlite3 server answering the same workloads with raw,
 // prepared SQL on the same tables. What the service is measured against.
-//   env: PORT, FLOOR_DB, FLOOR_TABLES = JSON [{physical, columns: {code: column}}] (the first is the main table)
+//   env: PORT, FLOOR_DB, FLOOR_TABLES = JSON [{physical, columns: {code: column}}] (the first is the main table),
+//   FLOOR_LINK (optional) = JSON {edges, mine, other, target, column}: see /linkedSome
 import type { Readable } from 'node:stream';
 import SqliteDatabase from 'better-sqlite3';
 import { parse as csvParser } from 'csv-parse';
@@ -57,6 +58,18 @@ function encode(v: unknown): unknown {
   return v;
 }
 
+/**
+ * FLOOR_LINK: a link from the main table to FLOOR_TABLES[target], kept as rows of the edge table
+ * `edges` (the main table's row ids in column `mine`, the target's in `other`). /linkedSome?v=X
+ * answers what `link _some {column _eq X}` sorted by amount does, as a hand-written EXISTS.
+ */
+const link = process.env.FLOOR_LINK ? (JSON.parse(process.env.FLOOR_LINK) as { edges: string; mine: string; other: string; target: number; column: string }) : null;
+const linkedSome = link
+  ? db.prepare(
+      `select ${all} from ${t} where exists (select 1 from ${link.edges} e join ${tables[link.target].physical} x on x.id = e.${link.other} where e.${link.mine} = ${t}.id and x.${link.column} = ?) order by ${c.amount} desc, id desc limit ?`,
+    )
+  : null;
+
 const app = Fastify({ bodyLimit: 64 * 1024 * 1024 });
 app.get('/healthz', async () => ({ status: 'ok' }));
 app.get('/first', async () => ({ data: first.all(51) }));
@@ -67,6 +80,7 @@ app.get('/after', async (req) => {
 app.get('/paid', async () => ({ data: paid.all('paid', 5000, 51) }));
 app.get('/byAmount', async () => ({ data: byAmount.all(51) }));
 app.get('/byQuantity', async () => ({ data: byQuantity.all(51) }));
+app.get('/linkedSome', async (req) => ({ data: linkedSome?.all((req.query as { v: string }).v, 51) }));
 app.get('/rows/:id', async (req, reply) => {
   const row = byId.get((req.params as { id: string }).id);
   return row ?? reply.status(404).send({ statusCode: 404 });

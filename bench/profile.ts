@@ -2,7 +2,9 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|create|patch|bulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|create|patch|bulk|linkbulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   (linkbulk: bulk creates into a table of the dataset's fields plus a `customer` link, paired with an
+//   `orders` field on a table of 1,000 customers, each row linking one of them)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
 import fs from 'node:fs';
@@ -12,7 +14,7 @@ import path from 'node:path';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
-import { createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
 import { BENCH_KEY, ROOT, startFloor, startService } from './support/processes.ts';
 
@@ -83,6 +85,11 @@ const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.ur
 let service = await startService(env);
 const table = await createBenchTable(service.url);
 await loadThroughApi(service.url, 'bench', N);
+if (WORKLOAD === 'linkbulk') {
+  await api(service.url, 'POST', '/api/tables', { code: 'customers', name: 'Customers', fields: [{ code: 'country', type: 'text' }] });
+  await api(service.url, 'POST', '/api/tables/customers/rows-bulk', { data: Array.from({ length: 1000 }, (_, c) => ({ id: `cust-${c}`, values: { country: 'JP' } })) });
+  await createBenchTable(service.url, 'linked', [{ code: 'customer', type: 'link', options: { table: 'customers', inverse: { code: 'orders' } } }]);
+}
 await service.stop();
 
 const FLOOR = process.env.PROFILE_FLOOR === '1';
@@ -106,6 +113,12 @@ const serviceRequests = {
   create: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth },
   patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
   bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
+  linkbulk: {
+    method: 'POST' as const,
+    path: '/api/tables/linked/rows-bulk',
+    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: { ...r.values, customer: `cust-${(k = (k * 7919 + 13) % 1000)}` } })) }),
+    headers: auth,
+  },
   first: { path: '/api/tables/bench/rows', headers: auth },
   paid: { path: paid, headers: auth },
   get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },

@@ -42,10 +42,10 @@ export async function api(base: string, method: string, url: string, body?: unkn
 /** The fields the benchmark workloads filter and sort by: they get an index (`indexed: true`), as their owner would ask. */
 export const INDEXED = ['status', 'amount'];
 
-/** Creates the dataset's table through the API, with indexes on the INDEXED fields. */
-export async function createBenchTable(base: string, code = 'bench'): Promise<BenchTable> {
+/** Creates the dataset's table through the API, with indexes on the INDEXED fields (and `extra` fields after the dataset's). */
+export async function createBenchTable(base: string, code = 'bench', extra: unknown[] = []): Promise<BenchTable> {
   const ds = await dataset();
-  const fields = ds.FIELDS.map((f) => (INDEXED.includes(f.code) ? { ...f, options: { indexed: true } } : f));
+  const fields = [...ds.FIELDS.map((f) => (INDEXED.includes(f.code) ? { ...f, options: { indexed: true } } : f)), ...extra];
   const table = await api(base, 'POST', '/api/tables', { code, name: 'Bench', fields });
   const byCode = new Map<string, FieldDef>(table.fields.map((f: FieldDef) => [f.code, f]));
   return {
@@ -68,12 +68,14 @@ export function createBodies(ds: DatasetModule, firstId: number): () => string {
   return () => JSON.stringify({ id: ds.rowId(firstId + created), values: values[created++ % values.length] });
 }
 
-/** Loads n dataset rows through the API, as users load theirs: 1,000-row bulk creates, one after another. */
-export async function loadThroughApi(base: string, code: string, n: number): Promise<void> {
+/** Loads n dataset rows through the API, as users load theirs: 1,000-row bulk creates, one after another (row i with `more(i)` added to its values). */
+export async function loadThroughApi(base: string, code: string, n: number, more?: (i: number) => Record<string, unknown>): Promise<void> {
   const ds = await dataset();
   let data: { id: string; values: Record<string, unknown> }[] = [];
+  let i = 0;
   for (const r of ds.rows(n)) {
-    data.push(r);
+    data.push(more ? { id: r.id, values: { ...r.values, ...more(i) } } : r);
+    i++;
     if (data.length === 1000) {
       await api(base, 'POST', `/api/tables/${code}/rows-bulk`, { data });
       data = [];

@@ -98,13 +98,13 @@ export async function peakRssMiB(pid: number): Promise<number> {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** The raw-SQL floor on the same tables: bench/floor-server.ts on a SQLite file, floor-server-pg.ts on a postgres:// URL. */
-export async function startFloor(db: string, tables: { physical: string; columns: Record<string, string> }[]): Promise<Proc> {
+/** The raw-SQL floor on the same tables: bench/floor-server.ts on a SQLite file, floor-server-pg.ts on a postgres:// URL (`link`: its FLOOR_LINK). */
+export async function startFloor(db: string, tables: { physical: string; columns: Record<string, string> }[], link?: { edges: string; mine: string; other: string; target: number; column: string }): Promise<Proc> {
   const port = await freePort();
   const script = db.startsWith('postgres') ? 'bench/floor-server-pg.ts' : 'bench/floor-server.ts';
   return startProcess(
     [...profiled(), '--import', 'tsx', script],
-    { PORT: String(port), FLOOR_DB: db, FLOOR_TABLES: JSON.stringify(tables) },
+    { PORT: String(port), FLOOR_DB: db, FLOOR_TABLES: JSON.stringify(tables), ...(link ? { FLOOR_LINK: JSON.stringify(link) } : {}) },
     port,
     '/healthz',
   );
