@@ -16,14 +16,10 @@
 //   the same into a table whose link is one-way (no inverse field to keep in step), reported.
 //   npm run build && node --import tsx bench/links.ts [orders=200000] [seconds=5]     (BENCH_ROUNDS=3, BENCH_BULKS=5)
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
-// @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
-import { startPostgres } from '../test/support/postgres-server.mjs';
-import { BENCH_KEY, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, startFloor, startService } from './support/processes.ts';
 import { edgesOf } from '../src/domain/field-types/link.ts';
 import type { FieldDef } from '../src/domain/field-types/field-type.ts';
 import { fieldColumn } from '../src/domain/row-columns.ts';
@@ -43,11 +39,7 @@ const countryOf = (k: number) => COUNTRIES[(k + 1) % COUNTRIES.length];
 const FAN_OUT = Math.ceil(N / 10);
 const customerOf = (i: number) => customerId(i >= N - FAN_OUT ? 0 : 1 + ((i * 7919) % (CUSTOMERS - 1)));
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-links-'));
-const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-if (process.env.BENCH_DATABASE === 'postgres' && !postgres) throw new Error('no PostgreSQL binaries found');
-const db = postgres ? postgres.url : path.join(dir, 'rowhouse.db');
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const { dir, postgres, env, db } = await benchDatabase('links');
 const ds = await dataset();
 
 let service = await startService(env);
