@@ -3,9 +3,9 @@
  * any client, so the key's scopes apply. Same origin only (the page's CSP allows no other): a
  * `nextUrl` names the service's public URL, and only its path and query are fetched here.
  */
-import type { ErrorDetail, Page, Row, Table } from './types.ts';
+import type { Change, ErrorDetail, Page, Row, Table } from './types.ts';
 
-export type { ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
+export type { Change, ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
 
 /** An answer in the service's one error format (CONTRACT §3). */
 export class ApiError extends Error {
@@ -96,6 +96,12 @@ export class Api {
     this.request<Row>('PATCH', `${this.rowsPath(table)}/${encodeURIComponent(id)}`, { values });
   deleteRows = (table: string, ids: string[]) =>
     this.request<{ data: { id: string }[] }>('DELETE', `/api/tables/${encodeURIComponent(table)}/rows-bulk`, { ids });
+  /** A signed URL of the table's change stream (CONTRACT §14): it names the key's id, never the key. */
+  streamUrl = (table: string, filter: string | null) =>
+    this.request<{ url: string; expiresAt: string }>('POST', `/api/tables/${encodeURIComponent(table)}/changes/stream-url`, filter ? { filter: JSON.parse(filter) } : {});
+  /** A row's changes, newest first (CONTRACT §14). */
+  history = (table: string, rowId: string) =>
+    this.request<{ data: Change[]; nextUrl: string | null }>('GET', `${this.rowsPath(table)}/${encodeURIComponent(rowId)}/history?pageSize=50`);
   batch = (operations: BatchOperation[]) => this.request<{ data: { type: string; row: Row | null }[] }>('POST', '/api/rows-batch', { operations });
 }
 

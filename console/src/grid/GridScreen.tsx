@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { RowSelectionState } from '@tanstack/react-table';
-import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { type Api, ApiError, type Field, type Row, type Table } from '../api.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
 import { type Place, go } from '../location.ts';
@@ -10,6 +10,7 @@ import { FilterBuilder } from './FilterBuilder.tsx';
 import { Grid } from './Grid.tsx';
 import { RowPanel } from './RowPanel.tsx';
 import { parseSort, sortText } from './sort.ts';
+import { useLive } from './useLive.ts';
 import { useRows } from './useRows.ts';
 
 /** One table: its toolbar, the filter builder, the grid, and the row panel. The view (filter, sort) lives in the URL. */
@@ -41,6 +42,7 @@ export function GridScreen({ api, place, onSignedOut }: { api: Api; place: Place
 function TableView({ api, table, place, onTableChanged }: { api: Api; table: Table; place: Place; onTableChanged: () => void }) {
   const ref = place.table as string;
   const data = useRows(api, ref, place.filter, place.sort);
+  const live = useLive(api, table.id, place.filter, data.applyChange);
   const sort = useMemo(() => parseSort(place.sort), [place.sort]);
   const [selection, setSelection] = useState<RowSelectionState>({});
   const [panel, setPanel] = useState<Row | 'new' | null>(null);
@@ -58,6 +60,8 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
     }
   }, [place.filter]);
 
+  /** A linked row, opened in its own table's grid (filtered to it). */
+  const openLink = (field: Field, id: string) => go({ table: String(field.options.table), filter: JSON.stringify({ id: { _eq: id } }), sort: null });
   const selectedIds = Object.keys(selection).filter((id) => selection[id]);
   const view = (filter: string | null, sortValue: string | null) => go({ table: ref, filter, sort: sortValue });
 
@@ -78,6 +82,9 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         </button>
         <button type="button" onClick={() => setEditTable(true)}>Edit table</button>
         <button type="button" onClick={data.reload}>Reload</button>
+        <span className={`live live-${live}`} role="status" aria-label="Live updates">
+          {live === 'live' ? '● Live' : live === 'off' ? 'Not live' : live === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
+        </span>
       </div>
       <div id="filter-panel" hidden={!filterOpen}>
         {filterOpen && (
@@ -97,6 +104,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         selection={selection}
         onSelection={setSelection}
         onOpenRow={setPanel}
+        onOpenLink={openLink}
         onMessage={(m) => {
           setMessage(m);
           setError(null);
@@ -109,6 +117,10 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           api={api}
           table={table}
           row={panel === 'new' ? null : panel}
+          onOpenLink={(f, id) => {
+            setPanel(null);
+            openLink(f, id);
+          }}
           onClose={() => setPanel(null)}
           onSaved={(row, created) => {
             setPanel(null);

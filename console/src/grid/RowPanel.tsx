@@ -1,5 +1,6 @@
-import { type FormEvent, useState } from 'react';
-import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { type FormEvent, useEffect, useState } from 'react';
+import { type Api, ApiError, type Change, type Field, type Row, type Table } from '../api.ts';
+import { LinkChips } from './Cell.tsx';
 import { detailTarget } from '../error-details.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
@@ -10,7 +11,7 @@ import { type FileValue, editableAsText, textValue, valueText } from '../field-t
  * are shown beside the fields they name. Seams for later sessions: the row's history and its links
  * become sections of this panel, file fields an upload control.
  */
-export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void }) {
+export function RowPanel({ api, table, row, onSaved, onClose, onOpenLink }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void; onOpenLink: (f: Field, id: string) => void }) {
   const [id, setId] = useState('');
   const [texts, setTexts] = useState<Record<string, string>>(() => Object.fromEntries(table.fields.map((f) => [f.code, row ? valueText(f, row.values[f.code]) : ''])));
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
@@ -122,6 +123,53 @@ export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; tabl
           <button type="button" onClick={onClose}>Close</button>
         </div>
       </form>
+      {row && table.fields.some((f) => f.type === 'link') && (
+        <section aria-labelledby="row-links">
+          <h3 id="row-links">Links</h3>
+          <dl className="links">
+            {table.fields.filter((f) => f.type === 'link').map((f) => (
+              <div key={f.code}>
+                <dt>{f.name}</dt>
+                <dd><LinkChips field={f} value={row.values[f.code]} onOpen={onOpenLink} /></dd>
+              </div>
+            ))}
+          </dl>
+        </section>
+      )}
+      {row && <RowHistory api={api} table={table} row={row} />}
     </Dialog>
+  );
+}
+
+/** The row's changes, newest first (GET …/rows/{rowId}/history, CONTRACT §14): what, when, which fields, by whom. */
+function RowHistory({ api, table, row }: { api: Api; table: Table; row: Row }) {
+  const [changes, setChanges] = useState<Change[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    api.history(table.id, row.id).then(
+      (page) => setChanges(page.data),
+      (err) => (err instanceof ApiError && err.status === 404 ? setChanges([]) : setError(err)),
+    );
+  }, [api, table.id, row.id, row.updatedAt]);
+  const names = new Map(table.fields.map((f) => [f.code, f.name]));
+  return (
+    <section aria-labelledby="row-history">
+      <h3 id="row-history">History</h3>
+      <ErrorBox error={error} />
+      {changes === null && !error && <p role="status">Loading history…</p>}
+      {changes?.length === 0 && <p>No changes kept for this row.</p>}
+      {changes && changes.length > 0 && (
+        <ol className="history" aria-label={`History of row ${row.id}`}>
+          {changes.map((c) => (
+            <li key={c.sequence}>
+              <time dateTime={c.occurredAt}>{c.occurredAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>{' '}
+              <strong>{c.type === 'create' ? 'created' : c.type === 'delete' ? 'deleted' : 'updated'}</strong>
+              {c.changedFields && c.changedFields.length > 0 && <> {c.changedFields.map((code) => names.get(code) ?? code).join(', ')}</>}
+              {' '}<span className="note">#{c.sequence}</span>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
   );
 }
