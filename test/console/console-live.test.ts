@@ -12,6 +12,8 @@ import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole 
  */
 const skip = noBrowser;
 
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
 describe('console: live, links, insight, files, import and export in headless Chromium [sqlite]', { skip }, () => {
   let s: ConsoleSession;
   let page: Page;
@@ -151,6 +153,38 @@ describe('console: live, links, insight, files, import and export in headless Ch
     await links.getByRole('button', { name: 'Open linked row p1 (Project)' }).click();
     await page.getByRole('heading', { name: 'Projects' }).waitFor();
     await row('p1').waitFor();
+  });
+
+  it('charts an aggregate: a metric by a date bucket, as bars and as lines', async () => {
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Tables' }).click();
+    await page.getByRole('link', { name: 'Tasks' }).click();
+    await row('t3').waitFor();
+    await page.getByRole('button', { name: 'Chart' }).click();
+    const settings = page.getByRole('form', { name: 'Chart settings' });
+    await settings.getByLabel('Group by').selectOption('due');
+    await settings.getByLabel('Date bucket').selectOption('month');
+    await settings.getByLabel('Metric').selectOption('sum');
+    await settings.getByLabel('Of field').selectOption('points');
+    await settings.getByRole('button', { name: 'Draw chart' }).click();
+    const chart = page.getByRole('img', { name: 'Bar chart: sum of Points by Due (month)' });
+    await chart.locator('canvas').waitFor();
+    const table = page.getByRole('table', { name: /sum of Points by Due/ });
+    assert.deepEqual(await table.getByRole('row').allInnerTexts(), ['Group\tValue', '2026-01\t8', '2026-02\t13']);
+    const api = (await s.t.get('/api/tables/tasks/rows-aggregate', { query: { groupBy: [{ field: 'due', bucket: 'month' }], metrics: [{ fn: 'sum', field: 'points' }] } })).body;
+    assert.deepEqual(api.data.map((d: { group: { due: string }; metrics: { sum_points: number } }) => [d.group.due, d.metrics.sum_points]), [['2026-01', 8], ['2026-02', 13]]);
+    // The bars were drawn: the canvas has coloured pixels.
+    assert.ok(await chart.locator('canvas').evaluate((c: any) => {
+      const ctx = c.getContext('2d');
+      const px = ctx.getImageData(0, 0, c.width, c.height).data;
+      for (let i = 0; i < px.length; i += 4) if (px[i + 2] > 150 && px[i] < 100) return true;
+      return false;
+    }));
+    await assertAccessible(page, 'the chart');
+    await settings.getByLabel('Metric').selectOption('count');
+    await settings.getByLabel('Chart type').selectOption('lines');
+    await settings.getByRole('button', { name: 'Draw chart' }).click();
+    await page.getByRole('img', { name: 'Line chart: Rows by Due (month)' }).locator('canvas').waitFor();
+    assert.deepEqual(await page.getByRole('table', { name: /Rows by Due/ }).getByRole('row').allInnerTexts(), ['Group\tValue', '2026-01\t2', '2026-02\t1']);
   });
 
   it('never put the key in a URL or localStorage, asked nothing of another origin, and had no error', async () => {

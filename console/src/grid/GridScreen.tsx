@@ -6,6 +6,7 @@ import { ErrorBox } from '../ErrorBox.tsx';
 import { type Place, go } from '../location.ts';
 import { emptyGroup, fromApiFilter } from '../filter-model.ts';
 import { TableDialog } from '../tables/TableDialog.tsx';
+import { ChartPanel } from '../insight/ChartPanel.tsx';
 import { FilterBuilder } from './FilterBuilder.tsx';
 import { Grid } from './Grid.tsx';
 import { RowPanel } from './RowPanel.tsx';
@@ -48,6 +49,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
   const [panel, setPanel] = useState<Row | 'new' | null>(null);
   const [filterOpen, setFilterOpen] = useState(place.filter !== null);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [chartOpen, setChartOpen] = useState(false);
   const [editTable, setEditTable] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -80,6 +82,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         <button type="button" aria-expanded={filterOpen} aria-controls="filter-panel" onClick={() => setFilterOpen(!filterOpen)}>
           Filter{place.filter ? ' (on)' : ''}
         </button>
+        <button type="button" aria-expanded={chartOpen} onClick={() => setChartOpen(!chartOpen)}>Chart</button>
         <button type="button" onClick={() => setEditTable(true)}>Edit table</button>
         <button type="button" onClick={data.reload}>Reload</button>
         <span className={`live live-${live}`} role="status" aria-label="Live updates">
@@ -91,6 +94,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           <FilterBuilder key={place.filter ?? ''} fields={table.fields} initial={initialFilter} onApply={(f) => view(f ? JSON.stringify(f) : null, place.sort)} />
         )}
       </div>
+      {chartOpen && <ChartPanel api={api} table={table} filter={place.filter} />}
       <p role="status" className="status">
         {data.loading ? 'Loading rows…' : `${data.rows.length} ${data.rows.length === 1 ? 'row' : 'rows'}${data.nextUrl ? ' loaded, more below' : ''}.`} {message}
       </p>
