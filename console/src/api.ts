@@ -28,6 +28,29 @@ export function sameOrigin(url: string): string {
 export class Api {
   constructor(private readonly key: string) {}
 
+  /** The key's header, for the requests made without this class (uploads with progress, downloads). */
+  get headers(): Record<string, string> {
+    return { 'x-api-key': this.key };
+  }
+
+  /** A download of an answer that needs the key (an export): fetched, then saved from a blob: URL. */
+  async download(path: string, fallbackName: string): Promise<void> {
+    const res = await fetch(path, { headers: this.headers, credentials: 'omit', cache: 'no-store' });
+    if (!res.ok) {
+      const e = (await res.json().catch(() => ({}))) as { message?: string; details?: ErrorDetail[] };
+      throw new ApiError(res.status, e.message ?? `${res.status} ${res.statusText}`, e.details ?? []);
+    }
+    const name = /filename\*=UTF-8''([^;]+)/.exec(res.headers.get('content-disposition') ?? '')?.[1];
+    const url = URL.createObjectURL(await res.blob());
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = name ? decodeURIComponent(name) : fallbackName;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { 'x-api-key': this.key, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -102,6 +125,8 @@ export class Api {
   /** A row's changes, newest first (CONTRACT §14). */
   history = (table: string, rowId: string) =>
     this.request<{ data: Change[]; nextUrl: string | null }>('GET', `${this.rowsPath(table)}/${encodeURIComponent(rowId)}/history?pageSize=50`);
+  fileUploadUrl = (table: string, rowId: string) =>
+    this.request<{ data: { id: string; url: string }[] }>('POST', `${this.rowsPath(table)}/${encodeURIComponent(rowId)}/file-upload-url`, { count: 1 });
   batch = (operations: BatchOperation[]) => this.request<{ data: { type: string; row: Row | null }[] }>('POST', '/api/rows-batch', { operations });
 }
 

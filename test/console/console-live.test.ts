@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
+import iconv from 'iconv-lite';
 import { TEST_KEY } from '../support/harness.ts';
 import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole } from './browser.ts';
 
@@ -36,6 +37,8 @@ describe('console: live, links, insight, files, import and export in headless Ch
     for (const [id, title, points, due] of [['t1', 'Write', 3, '2026-01-05'], ['t2', 'Read', 5, '2026-01-20'], ['t3', 'Ship', 8, '2026-02-02']] as const) {
       assert.equal((await s.t.post('/api/tables/tasks/rows', { id, values: { title, points, due } })).status, 201);
     }
+    assert.equal((await s.t.post('/api/tables', { code: 'docs', name: 'Docs', fields: [{ code: 'title', name: 'Title', type: 'text' }, { code: 'doc', name: 'Document', type: 'file' }] })).status, 201);
+    assert.equal((await s.t.post('/api/tables/docs/rows', { id: 'd1', values: { title: 'First' } })).status, 201);
     await page.goto(`${s.base}/console`);
     await signIn(page);
     await page.getByRole('heading', { name: 'Tables' }).waitFor();
@@ -187,9 +190,88 @@ describe('console: live, links, insight, files, import and export in headless Ch
     assert.deepEqual(await page.getByRole('table', { name: /Rows by Due/ }).getByRole('row').allInnerTexts(), ['Group\tValue', '2026-01\t2', '2026-02\t1']);
   });
 
+  it('uploads a file in three steps with a progress bar, and downloads it', async () => {
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Tables' }).click();
+    await page.getByRole('link', { name: 'Docs' }).click();
+    await row('d1').getByRole('button', { name: 'Open row d1', exact: true }).click();
+    const panel = page.getByRole('dialog', { name: 'Row d1' });
+    const bytes = Buffer.from('x'.repeat(300_000) + ' the end');
+    await panel.getByLabel('Upload a file to Document').setInputFiles({ name: 'report "final".txt', mimeType: 'text/plain', buffer: bytes });
+    await assertAccessible(page, 'the row panel uploading a file');
+    await panel.waitFor({ state: 'detached' });
+    const link = cell('d1', 3).getByRole('link', { name: 'report "final".txt' });
+    await link.waitFor();
+    const stored = (await s.t.get('/api/tables/docs/rows/d1')).body.values.doc;
+    assert.deepEqual([stored.name, stored.mimeType, stored.size], ['report "final".txt', 'text/plain', bytes.length]);
+    // The link is the file's signed download URL (the service's public URL, which these tests do not serve): fetched by its path here.
+    const href = new URL((await link.getAttribute('href')) as string);
+    assert.match(href.pathname, /^\/files\//);
+    const download = await fetch(`${s.base}${href.pathname}${href.search}`);
+    assert.equal(download.status, 200);
+    assert.deepEqual(Buffer.from(await download.arrayBuffer()), bytes);
+    assert.match(download.headers.get('content-disposition') ?? '', /filename\*=UTF-8''report%20%22final%22\.txt/);
+    assert.ok(s.urls.some((u) => u.startsWith(`${s.base}/files/`) && u.includes('signature=')), 'the bytes went to the signed upload URL');
+  });
+
+  it('imports a Shift_JIS CSV with a progress bar and a report of the problems by line and column; exports', async () => {
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Tables' }).click();
+    await page.getByRole('link', { name: 'Tasks' }).click();
+    await row('t3').waitFor();
+    await page.getByRole('button', { name: 'Import' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Import rows into Tasks' });
+    const csv = iconv.encode('id,title,points,due\r\nj1,日本語のタスク,2,2026-03-01\r\nj2,二つ目,たくさん,2026-03-02\r\nj3,三つ目,4,2026-13-40\r\n', 'Shift_JIS');
+    // A UTF-8 file with a BOM is told as such; the Shift_JIS file, as not UTF-8.
+    await dialog.getByLabel('File to import').setInputFiles({ name: 'bom.csv', mimeType: 'text/csv', buffer: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('id,title\r\n')]) });
+    await dialog.getByText('A UTF-8 byte order mark was found').waitFor();
+    assert.equal(await dialog.getByLabel('Encoding').inputValue(), 'utf8Bom');
+    await dialog.getByLabel('File to import').setInputFiles({ name: 'tasks.csv', mimeType: 'text/csv', buffer: csv });
+    await dialog.getByText('Shift_JIS assumed').waitFor();
+    assert.equal(await dialog.getByLabel('Encoding').inputValue(), 'shiftJis');
+    assert.equal(await dialog.getByLabel('Format').inputValue(), 'csv');
+    const seen = s.problems.length;
+    await dialog.getByRole('button', { name: 'Import', exact: true }).click();
+    const problems = dialog.getByRole('table', { name: 'Import problems' });
+    await problems.waitFor();
+    assert.equal(await dialog.getByRole('progressbar').getAttribute('value'), '100');
+    const rows = await problems.getByRole('row').allInnerTexts();
+    assert.equal(rows.length, 3);
+    assert.match(rows[1], /^3\tpoints\t/);
+    assert.match(rows[2], /^4\tdue\t/);
+    assert.equal((await s.t.get('/api/tables/tasks/rows/j1')).status, 404, 'all or nothing: nothing written');
+    // The refused import's 400, which the browser logs as a failed load: expected here, and the only one.
+    assert.deepEqual(s.problems.splice(seen), ['console error: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+    await assertAccessible(page, 'the import dialog with problems');
+    // Not all or nothing: the good row is written, the others reported.
+    await dialog.getByLabel('All or nothing').uncheck();
+    await dialog.getByRole('button', { name: 'Import', exact: true }).click();
+    await dialog.getByText('Imported: 1 created, 0 updated, 2 failed.').waitFor();
+    assert.deepEqual((await problems.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t').slice(0, 2).join(' ')), ['3 points', '4 due']);
+    assert.equal((await s.t.get('/api/tables/tasks/rows/j1')).body.values.title, '日本語のタスク');
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await row('j1').waitFor();
+
+    await page.getByRole('button', { name: 'Export' }).click();
+    const out = page.getByRole('dialog', { name: 'Export rows of Tasks' });
+    await out.getByLabel('Encoding').selectOption('shiftJis');
+    await out.getByLabel('Newline').selectOption('lf');
+    await assertAccessible(page, 'the export dialog');
+    const [file] = await Promise.all([page.waitForEvent('download'), out.getByRole('button', { name: 'Export', exact: true }).click()]);
+    const text = iconv.decode(await streamBytes(await file.createReadStream()), 'Shift_JIS');
+    assert.match(text, /^id,createdAt,updatedAt,createdBy,updatedBy,title,points,due/);
+    assert.match(text, /\nj1,[^\n]*,日本語のタスク,2,2026-03-01,\n/);
+    assert.doesNotMatch(text, /\r/);
+    await out.getByRole('button', { name: 'Close' }).click();
+  });
+
   it('never put the key in a URL or localStorage, asked nothing of another origin, and had no error', async () => {
     assert.ok(s.urls.some((u) => u.includes('/streams/tables/')), 'the stream was opened by its signed URL');
     assert.deepEqual(s.urls.filter((u) => u.includes(TEST_KEY) || u.includes(encodeURIComponent(TEST_KEY))), []);
     assert.deepEqual(s.problems, []);
   });
 });
+
+async function streamBytes(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks);
+}

@@ -8,6 +8,7 @@ import { emptyGroup, fromApiFilter } from '../filter-model.ts';
 import { TableDialog } from '../tables/TableDialog.tsx';
 import { ChartPanel } from '../insight/ChartPanel.tsx';
 import { FilterBuilder } from './FilterBuilder.tsx';
+import { ExportDialog, ImportDialog } from './ImportExport.tsx';
 import { Grid } from './Grid.tsx';
 import { RowPanel } from './RowPanel.tsx';
 import { parseSort, sortText } from './sort.ts';
@@ -50,6 +51,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
   const [filterOpen, setFilterOpen] = useState(place.filter !== null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [chartOpen, setChartOpen] = useState(false);
+  const [transfer, setTransfer] = useState<'import' | 'export' | null>(null);
   const [editTable, setEditTable] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -83,6 +85,8 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           Filter{place.filter ? ' (on)' : ''}
         </button>
         <button type="button" aria-expanded={chartOpen} onClick={() => setChartOpen(!chartOpen)}>Chart</button>
+        <button type="button" onClick={() => setTransfer('import')}>Import</button>
+        <button type="button" onClick={() => setTransfer('export')}>Export</button>
         <button type="button" onClick={() => setEditTable(true)}>Edit table</button>
         <button type="button" onClick={data.reload}>Reload</button>
         <span className={`live live-${live}`} role="status" aria-label="Live updates">
@@ -138,6 +142,8 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           }}
         />
       )}
+      {transfer === 'import' && <ImportDialog api={api} table={table} onClose={() => setTransfer(null)} onDone={data.reload} />}
+      {transfer === 'export' && <ExportDialog api={api} table={table} filter={place.filter} sort={place.sort} onClose={() => setTransfer(null)} />}
       {confirmDelete && (
         <DeleteRowsDialog
           api={api}

@@ -1,6 +1,7 @@
 import { type FormEvent, useEffect, useState } from 'react';
-import { type Api, ApiError, type Change, type Field, type Row, type Table } from '../api.ts';
+import { type Api, ApiError, type Change, type Field, type Row, type Table, sameOrigin } from '../api.ts';
 import { LinkChips } from './Cell.tsx';
+import { percent, sendWithProgress } from '../transfer.ts';
 import { detailTarget } from '../error-details.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
@@ -80,6 +81,7 @@ export function RowPanel({ api, table, row, onSaved, onClose, onOpenLink }: { ap
               <div className="file-field">
                 <span className="label-text">{label}</span>
                 {file ? (file.url ? <a href={file.url} download={file.name}>{file.name}</a> : <span>{file.name}</span>) : <span className="empty-text">no file</span>}
+                {row ? <FileUpload api={api} table={table} row={row} field={f} onSaved={(r) => onSaved(r, false)} /> : <span className="note">Add the row first, then upload its file.</span>}
               </div>
             );
           } else if (f.type === 'select' || f.type === 'boolean') {
@@ -171,5 +173,44 @@ function RowHistory({ api, table, row }: { api: Api; table: Table; row: Row }) {
         </ol>
       )}
     </section>
+  );
+}
+
+/**
+ * A file field's upload, in the three steps of CONTRACT §8: an upload URL for this row, the bytes
+ * PUT to it (with a progress bar; the URL is signed, so no key goes with them), then the row
+ * written with the file's id and name.
+ */
+function FileUpload({ api, table, row, field, onSaved }: { api: Api; table: Table; row: Row; field: Field; onSaved: (r: Row) => void }) {
+  const [progress, setProgress] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  async function upload(file: File | null) {
+    if (!file) return;
+    setError(null);
+    setProgress(0);
+    try {
+      const [issued] = (await api.fileUploadUrl(table.id, row.id)).data;
+      // The service's own URL is fetched from this origin (the CSP's connect-src); a bucket's is used as given.
+      const target = new URL(issued.url, location.href).pathname.startsWith('/files/') ? sameOrigin(issued.url) : issued.url;
+      await sendWithProgress('PUT', target, file, { 'content-type': file.type || 'application/octet-stream' }, setProgress);
+      onSaved(await api.updateRow(table.id, row.id, { [field.code]: { id: issued.id, name: file.name } }));
+    } catch (err) {
+      setError(err);
+    }
+  }
+  return (
+    <>
+      <label>
+        Upload a file to {field.name}
+        <input type="file" onChange={(e) => void upload(e.target.files?.[0] ?? null)} />
+      </label>
+      {progress !== null && (
+        <label>
+          Upload progress of {field.name}
+          <progress max={100} value={percent(progress)}>{percent(progress)}%</progress>
+        </label>
+      )}
+      <ErrorBox error={error} />
+    </>
   );
 }

@@ -84,7 +84,7 @@ export function useRows(api: Api, table: string, filter: string | null, sort: st
       if (change.type === 'delete' || change.row === null) return at < 0 ? s : { ...s, rows: s.rows.filter((r) => r.id !== change.rowId) };
       const row = change.row;
       if (at >= 0) {
-        if (s.rows[at].updatedAt > row.updatedAt) return s;
+        if (s.rows[at].updatedAt >= row.updatedAt) return s; // held already (a write of this console, whose answer has download URLs the change lacks)
         const rows = s.rows.slice();
         rows[at] = row;
         return { ...s, rows };
