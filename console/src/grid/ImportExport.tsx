@@ -2,7 +2,8 @@ import { type FormEvent, useState } from 'react';
 import { type Api, ApiError, type Table } from '../api.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
-import { percent, sendWithProgress, sniffEncoding } from '../transfer.ts';
+import { sniffEncoding } from '../encoding-sniff.ts';
+import { percent, sendWithProgress } from '../transfer.ts';
 
 interface Problem {
   line: number;
