@@ -3,9 +3,9 @@
  * any client, so the key's scopes apply. Same origin only (the page's CSP allows no other): a
  * `nextUrl` names the service's public URL, and only its path and query are fetched here.
  */
-import type { ErrorDetail, Page, Row, Table } from './types.ts';
+import type { Change, ErrorDetail, Page, Row, Table } from './types.ts';
 
-export type { ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
+export type { Change, ErrorDetail, Field, FieldType, Page, Row, Table } from './types.ts';
 
 /** An answer in the service's one error format (CONTRACT §3). */
 export class ApiError extends Error {
@@ -27,6 +27,29 @@ export function sameOrigin(url: string): string {
 
 export class Api {
   constructor(private readonly key: string) {}
+
+  /** The key's header, for the requests made without this class (uploads with progress, downloads). */
+  get headers(): Record<string, string> {
+    return { 'x-api-key': this.key };
+  }
+
+  /** A download of an answer that needs the key (an export): fetched, then saved from a blob: URL. */
+  async download(path: string, fallbackName: string): Promise<void> {
+    const res = await fetch(path, { headers: this.headers, credentials: 'omit', cache: 'no-store' });
+    if (!res.ok) {
+      const e = (await res.json().catch(() => ({}))) as { message?: string; details?: ErrorDetail[] };
+      throw new ApiError(res.status, e.message ?? `${res.status} ${res.statusText}`, e.details ?? []);
+    }
+    const name = /filename\*=UTF-8''([^;]+)/.exec(res.headers.get('content-disposition') ?? '')?.[1];
+    const url = URL.createObjectURL(await res.blob());
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = name ? decodeURIComponent(name) : fallbackName;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { 'x-api-key': this.key, accept: 'application/json' };
@@ -96,6 +119,14 @@ export class Api {
     this.request<Row>('PATCH', `${this.rowsPath(table)}/${encodeURIComponent(id)}`, { values });
   deleteRows = (table: string, ids: string[]) =>
     this.request<{ data: { id: string }[] }>('DELETE', `/api/tables/${encodeURIComponent(table)}/rows-bulk`, { ids });
+  /** A signed URL of the table's change stream (CONTRACT §14): it names the key's id, never the key. */
+  streamUrl = (table: string, filter: string | null) =>
+    this.request<{ url: string; expiresAt: string }>('POST', `/api/tables/${encodeURIComponent(table)}/changes/stream-url`, filter ? { filter: JSON.parse(filter) } : {});
+  /** A row's changes, newest first (CONTRACT §14). */
+  history = (table: string, rowId: string) =>
+    this.request<{ data: Change[]; nextUrl: string | null }>('GET', `${this.rowsPath(table)}/${encodeURIComponent(rowId)}/history?pageSize=50`);
+  fileUploadUrl = (table: string, rowId: string) =>
+    this.request<{ data: { id: string; url: string }[] }>('POST', `${this.rowsPath(table)}/${encodeURIComponent(rowId)}/file-upload-url`, { count: 1 });
   batch = (operations: BatchOperation[]) => this.request<{ data: { type: string; row: Row | null }[] }>('POST', '/api/rows-batch', { operations });
 }
 

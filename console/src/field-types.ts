@@ -11,7 +11,7 @@ export interface TypeInfo {
   ops: readonly FilterOp[];
 }
 
-export type FilterOp = '_eq' | '_gt' | '_gte' | '_lt' | '_lte' | '_contains' | '_startsWith' | '_endsWith' | '_isNull';
+export type FilterOp = '_eq' | '_gt' | '_gte' | '_lt' | '_lte' | '_contains' | '_startsWith' | '_endsWith' | '_isNull' | '_has' | '_some' | '_none' | '_every';
 
 const ORDER: FilterOp[] = ['_eq', '_gt', '_gte', '_lt', '_lte', '_isNull'];
 const TEXT: FilterOp[] = [...ORDER.slice(0, 5), '_contains', '_startsWith', '_endsWith', '_isNull'];
@@ -28,6 +28,8 @@ export const FIELD_TYPES: Record<FieldType, TypeInfo> = {
   record: { label: 'Record (JSON object)', sortable: false, ops: ['_isNull'] },
   list: { label: 'List (JSON array)', sortable: false, ops: ['_contains', '_isNull'] },
   file: { label: 'File', sortable: false, ops: ['_isNull'] },
+  // Links (CONTRACT §11): `_has` one id; `_some`/`_none`/`_every` look through the link (the filter builder's link conditions).
+  link: { label: 'Link to rows of a table', sortable: false, ops: ['_has', '_some', '_none', '_every', '_isNull'] },
 };
 
 export const OP_LABELS: Record<FilterOp, string> = {
@@ -40,6 +42,10 @@ export const OP_LABELS: Record<FilterOp, string> = {
   _startsWith: 'starts with',
   _endsWith: 'ends with',
   _isNull: 'is empty',
+  _has: 'links to',
+  _some: 'some linked row matches',
+  _none: 'no linked row matches',
+  _every: 'every linked row matches',
 };
 
 /** The system columns every row has, as filters and sorts name them. */
@@ -65,9 +71,17 @@ export function valueText(field: Field, value: unknown): string {
       return (value as FileValue).name ?? '';
     case 'boolean':
       return value ? 'true' : 'false';
+    case 'link':
+      return linkIds(value).join(', ');
     default:
       return String(value);
   }
+}
+
+/** A link value's ids (one, or a multiple link's list, CONTRACT §11). */
+export function linkIds(value: unknown): string[] {
+  if (value === null || value === undefined) return [];
+  return Array.isArray(value) ? value.map(String) : [String(value)];
 }
 
 /**
@@ -96,6 +110,10 @@ export function textValue(field: Field, text: string): unknown {
       } catch {
         return text;
       }
+    case 'link':
+      // Ids separated by commas (or spaces): a multiple link takes the list, a single one the id.
+      if (field.options.multiple === true) return t.split(/[\s,]+/).filter((id) => id !== '');
+      return t;
     case 'text':
       return text;
     default:
@@ -106,9 +124,20 @@ export function textValue(field: Field, text: string): unknown {
 /** Whether the grid edits this type as text (a file is changed through its own flow). */
 export const editableAsText = (field: Field) => field.type !== 'file';
 
+/** The operators that look through a link: their value is a filter of the linked table. */
+export const LINK_OPS: readonly FilterOp[] = ['_some', '_none', '_every'];
+
 /** A filter's comparison value from the builder's text, by the type of what it compares. */
 export function filterValue(type: FieldType | 'system', op: FilterOp, text: string): unknown {
   if (op === '_isNull') return text !== 'false';
+  if (LINK_OPS.includes(op)) {
+    // A filter in the linked table's grammar, as JSON (sent as typed when it does not parse, for the service to refuse).
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
   if (type === 'number') {
     const n = Number(text);
     return text.trim() !== '' && Number.isFinite(n) ? n : text;

@@ -6,7 +6,7 @@ export interface ErrorDetail {
 }
 
 export type FieldType =
-  | 'text' | 'number' | 'boolean' | 'dateTime' | 'date' | 'time' | 'yearMonth' | 'select' | 'record' | 'list' | 'file';
+  | 'text' | 'number' | 'boolean' | 'dateTime' | 'date' | 'time' | 'yearMonth' | 'select' | 'record' | 'list' | 'file' | 'link';
 
 export interface Field {
   id?: string;
@@ -39,4 +39,16 @@ export interface Row {
 export interface Page {
   data: Row[];
   nextUrl: string | null;
+}
+
+/** One committed write, as the changes feed, the stream and a row's history give it (CONTRACT §14). */
+export interface Change {
+  sequence: number;
+  type: 'create' | 'update' | 'delete';
+  tableId: string;
+  rowId: string;
+  row: Row | null;
+  changedFields: string[] | null;
+  occurredAt: string;
+  memberId: string;
 }

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
 import type { Field } from '../api.ts';
-import { FIELD_TYPES, type FilterOp, OP_LABELS, SYSTEM_COLUMNS, SYSTEM_OPS } from '../field-types.ts';
+import { FIELD_TYPES, type FilterOp, LINK_OPS, OP_LABELS, SYSTEM_COLUMNS, SYSTEM_OPS } from '../field-types.ts';
 import { type Condition, type Group, emptyGroup, toApiFilter } from '../filter-model.ts';
 
 const SYSTEM_LABELS: Record<string, string> = { id: 'Id', createdAt: 'Created at', updatedAt: 'Updated at', createdBy: 'Created by', updatedBy: 'Updated by' };
@@ -118,6 +118,11 @@ function ConditionEditor({ condition, fields, label, onChange, onRemove }: { con
             <option value="true">yes, empty</option>
             <option value="false">no, not empty</option>
           </select>
+        </label>
+      ) : LINK_OPS.includes(condition.op) ? (
+        <label className="wide">
+          Filter of the linked rows (JSON)
+          <input value={condition.value} onChange={(e) => onChange({ ...condition, value: e.target.value })} spellCheck={false} placeholder='{"values": {"code": {"_eq": "…"}}}' />
         </label>
       ) : choices && condition.op === '_eq' ? (
         <label>

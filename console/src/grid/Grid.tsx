@@ -34,6 +34,7 @@ export interface GridProps {
   selection: RowSelectionState;
   onSelection: (s: RowSelectionState) => void;
   onOpenRow: (row: Row) => void;
+  onOpenLink: (field: Field, id: string) => void;
   onMessage: (text: string) => void;
   onError: (err: unknown) => void;
 }
@@ -47,14 +48,15 @@ const errorKey = (rowId: string, code: string) => `${rowId}\u0000${code}`;
  * Enter or typing edits, Escape cancels, Delete empties, Space selects the row, Ctrl+C copies the
  * block as tab-separated text, Ctrl+V writes a pasted block in one request.
  */
-export function Grid({ api, table, data, sort, onSort, selection, onSelection, onOpenRow, onMessage, onError }: GridProps) {
+export function Grid({ api, table, data, sort, onSort, selection, onSelection, onOpenRow, onOpenLink, onMessage, onError }: GridProps) {
   const { rows, nextUrl, loadMore, replace } = data;
   const fields = table.fields;
   const colCount = LEAD + fields.length;
   const scrollRef = useRef<HTMLDivElement>(null);
   const [active, setActive] = useState<Pos>({ r: 0, c: LEAD });
   const [anchor, setAnchor] = useState<Pos | null>(null);
-  const [editing, setEditing] = useState<{ pos: Pos; text: string } | null>(null);
+  /** The cell being edited: its row's id, the text typed, and the value's text when the edit began (to tell a change made meanwhile). */
+  const [editing, setEditing] = useState<{ pos: Pos; rowId: string; text: string; base: string } | null>(null);
   const [errors, setErrors] = useState<Map<string, CellError>>(new Map());
   const [pending, setPending] = useState<Map<string, string>>(new Map());
   const focusWanted = useRef(false);
@@ -125,7 +127,8 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
     const row = rows[pos.r];
     if (!field || !row || !editableAsText(field)) return;
     const held = errors.get(errorKey(row.id, field.code));
-    setEditing({ pos, text: text ?? held?.text ?? valueText(field, row.values[field.code]) });
+    const base = valueText(field, row.values[field.code]);
+    setEditing({ pos, rowId: row.id, text: text ?? held?.text ?? base, base });
   }
 
   function showErrors(err: unknown, rowOf: (index: number | null) => Row | undefined, texts: (row: Row, code: string) => string): boolean {
@@ -143,12 +146,18 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
     return shown;
   }
 
-  async function write(pos: Pos, text: string) {
+  async function write(pos: Pos, text: string, edit?: { rowId: string; base: string }) {
     const field = fieldAt(pos.c);
-    const row = rows[pos.r];
+    const row = edit ? rows.find((r) => r.id === edit.rowId) : rows[pos.r];
     if (!field || !row) return;
     const key = errorKey(row.id, field.code);
-    if (!errors.has(key) && text === valueText(field, row.values[field.code])) return;
+    const now = valueText(field, row.values[field.code]);
+    if (!errors.has(key) && text === now) return;
+    if (edit && edit.base !== now) {
+      // Another client changed this value while it was being edited: shown on the cell, not written over unseen.
+      setErrors((e) => new Map(e).set(key, { message: `Changed meanwhile to “${now}” by another write; yours was not saved. Edit again to save it over that.`, text }));
+      return;
+    }
     setPending((p) => new Map(p).set(key, text));
     try {
       const saved = await api.updateRow(table.id, row.id, { [field.code]: textValue(field, text) });
@@ -171,9 +180,9 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
 
   function commit(move: Pos | null) {
     if (!editing) return;
-    const { pos, text } = editing;
+    const { pos, text, rowId, base } = editing;
     setEditing(null);
-    void write(pos, text);
+    void write(pos, text, { rowId, base });
     if (move) moveTo(move);
     else focusWanted.current = true;
   }
@@ -384,6 +393,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
                       <CellEditor
                         field={f}
                         rowId={row.id}
+                        meanwhile={valueText(f, row.values[f.code]) !== editing.base ? valueText(f, row.values[f.code]) : null}
                         text={editing.text}
                         onText={(t) => setEditing({ ...editing, text: t })}
                         onCommit={(dir) => commit(dir === 'down' ? { r: item.index + 1, c } : dir === 'right' ? { r: item.index, c: c + 1 } : dir === 'left' ? { r: item.index, c: c - 1 } : null)}
@@ -400,7 +410,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
                         <span className="cell-error" id={errorId}>{error.message}</span>
                       </>
                     ) : (
-                      <CellValue field={f} value={row.values[f.code]} />
+                      <CellValue field={f} value={row.values[f.code]} onOpenLink={onOpenLink} />
                     )}
                   </div>
                 );
@@ -416,7 +426,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
 type Direction = 'down' | 'right' | 'left' | 'stay';
 
 /** The editor in a cell: a list of choices for a select or a boolean, else a line of text. */
-function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field: Field; rowId: string; text: string; onText: (t: string) => void; onCommit: (d: Direction) => void; onCancel: () => void }) {
+function CellEditor({ field, rowId, meanwhile, text, onText, onCommit, onCancel }: { field: Field; rowId: string; meanwhile: string | null; text: string; onText: (t: string) => void; onCommit: (d: Direction) => void; onCancel: () => void }) {
   const label = `${field.name}, row ${rowId}`;
   const done = useRef(false);
   // Focused once drawn (not the autofocus attribute, which a browser honours only as a page loads).
@@ -444,17 +454,32 @@ function CellEditor({ field, rowId, text, onText, onCommit, onCancel }: { field:
   const blur = () => {
     if (!done.current) onCommit('stay');
   };
+  const noteId = `meanwhile-${rowId}-${field.code}`;
+  const note = meanwhile !== null && (
+    <span className="cell-error" id={noteId} role="status">
+      Changed meanwhile to “{meanwhile}”
+    </span>
+  );
+  const described = meanwhile !== null ? noteId : undefined;
   if (field.type === 'select' || field.type === 'boolean') {
     const choices = field.type === 'boolean' ? ['true', 'false'] : ((field.options.choices as string[]) ?? []);
     return (
-      <select ref={ref} aria-label={label} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur}>
+      <>
+      <select ref={ref} aria-label={label} aria-describedby={described} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur}>
         <option value="">(empty)</option>
         {!choices.includes(text) && text !== '' && <option value={text}>{text}</option>}
         {choices.map((c) => (
           <option key={c} value={c}>{c}</option>
         ))}
       </select>
+      {note}
+      </>
     );
   }
-  return <input ref={ref} aria-label={label} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur} spellCheck={false} />;
+  return (
+    <>
+      <input ref={ref} aria-label={label} aria-describedby={described} value={text} onChange={(e) => onText(e.target.value)} onKeyDown={keys} onBlur={blur} spellCheck={false} />
+      {note}
+    </>
+  );
 }

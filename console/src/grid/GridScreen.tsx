@@ -1,15 +1,18 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { RowSelectionState } from '@tanstack/react-table';
-import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { type Api, ApiError, type Field, type Row, type Table } from '../api.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
 import { type Place, go } from '../location.ts';
 import { emptyGroup, fromApiFilter } from '../filter-model.ts';
 import { TableDialog } from '../tables/TableDialog.tsx';
+import { ChartPanel } from '../insight/ChartPanel.tsx';
 import { FilterBuilder } from './FilterBuilder.tsx';
+import { ExportDialog, ImportDialog } from './ImportExport.tsx';
 import { Grid } from './Grid.tsx';
 import { RowPanel } from './RowPanel.tsx';
 import { parseSort, sortText } from './sort.ts';
+import { useLive } from './useLive.ts';
 import { useRows } from './useRows.ts';
 
 /** One table: its toolbar, the filter builder, the grid, and the row panel. The view (filter, sort) lives in the URL. */
@@ -41,11 +44,14 @@ export function GridScreen({ api, place, onSignedOut }: { api: Api; place: Place
 function TableView({ api, table, place, onTableChanged }: { api: Api; table: Table; place: Place; onTableChanged: () => void }) {
   const ref = place.table as string;
   const data = useRows(api, ref, place.filter, place.sort);
+  const live = useLive(api, table.id, place.filter, data.applyChange);
   const sort = useMemo(() => parseSort(place.sort), [place.sort]);
   const [selection, setSelection] = useState<RowSelectionState>({});
   const [panel, setPanel] = useState<Row | 'new' | null>(null);
   const [filterOpen, setFilterOpen] = useState(place.filter !== null);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [chartOpen, setChartOpen] = useState(false);
+  const [transfer, setTransfer] = useState<'import' | 'export' | null>(null);
   const [editTable, setEditTable] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -58,6 +64,8 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
     }
   }, [place.filter]);
 
+  /** A linked row, opened in its own table's grid (filtered to it). */
+  const openLink = (field: Field, id: string) => go({ table: String(field.options.table), filter: JSON.stringify({ id: { _eq: id } }), sort: null });
   const selectedIds = Object.keys(selection).filter((id) => selection[id]);
   const view = (filter: string | null, sortValue: string | null) => go({ table: ref, filter, sort: sortValue });
 
@@ -76,14 +84,21 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         <button type="button" aria-expanded={filterOpen} aria-controls="filter-panel" onClick={() => setFilterOpen(!filterOpen)}>
           Filter{place.filter ? ' (on)' : ''}
         </button>
+        <button type="button" aria-expanded={chartOpen} onClick={() => setChartOpen(!chartOpen)}>Chart</button>
+        <button type="button" onClick={() => setTransfer('import')}>Import</button>
+        <button type="button" onClick={() => setTransfer('export')}>Export</button>
         <button type="button" onClick={() => setEditTable(true)}>Edit table</button>
         <button type="button" onClick={data.reload}>Reload</button>
+        <span className={`live live-${live}`} role="status" aria-label="Live updates">
+          {live === 'live' ? '● Live' : live === 'off' ? 'Not live' : live === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
+        </span>
       </div>
       <div id="filter-panel" hidden={!filterOpen}>
         {filterOpen && (
           <FilterBuilder key={place.filter ?? ''} fields={table.fields} initial={initialFilter} onApply={(f) => view(f ? JSON.stringify(f) : null, place.sort)} />
         )}
       </div>
+      {chartOpen && <ChartPanel api={api} table={table} filter={place.filter} />}
       <p role="status" className="status">
         {data.loading ? 'Loading rows…' : `${data.rows.length} ${data.rows.length === 1 ? 'row' : 'rows'}${data.nextUrl ? ' loaded, more below' : ''}.`} {message}
       </p>
@@ -97,6 +112,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         selection={selection}
         onSelection={setSelection}
         onOpenRow={setPanel}
+        onOpenLink={openLink}
         onMessage={(m) => {
           setMessage(m);
           setError(null);
@@ -109,6 +125,10 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           api={api}
           table={table}
           row={panel === 'new' ? null : panel}
+          onOpenLink={(f, id) => {
+            setPanel(null);
+            openLink(f, id);
+          }}
           onClose={() => setPanel(null)}
           onSaved={(row, created) => {
             setPanel(null);
@@ -122,6 +142,8 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           }}
         />
       )}
+      {transfer === 'import' && <ImportDialog api={api} table={table} onClose={() => setTransfer(null)} onDone={data.reload} />}
+      {transfer === 'export' && <ExportDialog api={api} table={table} filter={place.filter} sort={place.sort} onClose={() => setTransfer(null)} />}
       {confirmDelete && (
         <DeleteRowsDialog
           api={api}

@@ -1,5 +1,7 @@
-import { type FormEvent, useState } from 'react';
-import { type Api, ApiError, type Row, type Table } from '../api.ts';
+import { type FormEvent, useEffect, useState } from 'react';
+import { type Api, ApiError, type Change, type Field, type Row, type Table, sameOrigin } from '../api.ts';
+import { LinkChips } from './Cell.tsx';
+import { percent, sendWithProgress } from '../transfer.ts';
 import { detailTarget } from '../error-details.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
@@ -10,7 +12,7 @@ import { type FileValue, editableAsText, textValue, valueText } from '../field-t
  * are shown beside the fields they name. Seams for later sessions: the row's history and its links
  * become sections of this panel, file fields an upload control.
  */
-export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void }) {
+export function RowPanel({ api, table, row, onSaved, onClose, onOpenLink }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void; onOpenLink: (f: Field, id: string) => void }) {
   const [id, setId] = useState('');
   const [texts, setTexts] = useState<Record<string, string>>(() => Object.fromEntries(table.fields.map((f) => [f.code, row ? valueText(f, row.values[f.code]) : ''])));
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
@@ -79,6 +81,7 @@ export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; tabl
               <div className="file-field">
                 <span className="label-text">{label}</span>
                 {file ? (file.url ? <a href={file.url} download={file.name}>{file.name}</a> : <span>{file.name}</span>) : <span className="empty-text">no file</span>}
+                {row ? <FileUpload api={api} table={table} row={row} field={f} onSaved={(r) => onSaved(r, false)} /> : <span className="note">Add the row first, then upload its file.</span>}
               </div>
             );
           } else if (f.type === 'select' || f.type === 'boolean') {
@@ -122,6 +125,92 @@ export function RowPanel({ api, table, row, onSaved, onClose }: { api: Api; tabl
           <button type="button" onClick={onClose}>Close</button>
         </div>
       </form>
+      {row && table.fields.some((f) => f.type === 'link') && (
+        <section aria-labelledby="row-links">
+          <h3 id="row-links">Links</h3>
+          <dl className="links">
+            {table.fields.filter((f) => f.type === 'link').map((f) => (
+              <div key={f.code}>
+                <dt>{f.name}</dt>
+                <dd><LinkChips field={f} value={row.values[f.code]} onOpen={onOpenLink} /></dd>
+              </div>
+            ))}
+          </dl>
+        </section>
+      )}
+      {row && <RowHistory api={api} table={table} row={row} />}
     </Dialog>
+  );
+}
+
+/** The row's changes, newest first (GET …/rows/{rowId}/history, CONTRACT §14): what, when, which fields, by whom. */
+function RowHistory({ api, table, row }: { api: Api; table: Table; row: Row }) {
+  const [changes, setChanges] = useState<Change[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    api.history(table.id, row.id).then(
+      (page) => setChanges(page.data),
+      (err) => (err instanceof ApiError && err.status === 404 ? setChanges([]) : setError(err)),
+    );
+  }, [api, table.id, row.id, row.updatedAt]);
+  const names = new Map(table.fields.map((f) => [f.code, f.name]));
+  return (
+    <section aria-labelledby="row-history">
+      <h3 id="row-history">History</h3>
+      <ErrorBox error={error} />
+      {changes === null && !error && <p role="status">Loading history…</p>}
+      {changes?.length === 0 && <p>No changes kept for this row.</p>}
+      {changes && changes.length > 0 && (
+        <ol className="history" aria-label={`History of row ${row.id}`}>
+          {changes.map((c) => (
+            <li key={c.sequence}>
+              <time dateTime={c.occurredAt}>{c.occurredAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>{' '}
+              <strong>{c.type === 'create' ? 'created' : c.type === 'delete' ? 'deleted' : 'updated'}</strong>
+              {c.changedFields && c.changedFields.length > 0 && <> {c.changedFields.map((code) => names.get(code) ?? code).join(', ')}</>}
+              {' '}<span className="note">#{c.sequence}</span>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}
+
+/**
+ * A file field's upload, in the three steps of CONTRACT §8: an upload URL for this row, the bytes
+ * PUT to it (with a progress bar; the URL is signed, so no key goes with them), then the row
+ * written with the file's id and name.
+ */
+function FileUpload({ api, table, row, field, onSaved }: { api: Api; table: Table; row: Row; field: Field; onSaved: (r: Row) => void }) {
+  const [progress, setProgress] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  async function upload(file: File | null) {
+    if (!file) return;
+    setError(null);
+    setProgress(0);
+    try {
+      const [issued] = (await api.fileUploadUrl(table.id, row.id)).data;
+      // The service's own URL is fetched from this origin (the CSP's connect-src); a bucket's is used as given.
+      const target = new URL(issued.url, location.href).pathname.startsWith('/files/') ? sameOrigin(issued.url) : issued.url;
+      await sendWithProgress('PUT', target, file, { 'content-type': file.type || 'application/octet-stream' }, setProgress);
+      onSaved(await api.updateRow(table.id, row.id, { [field.code]: { id: issued.id, name: file.name } }));
+    } catch (err) {
+      setError(err);
+    }
+  }
+  return (
+    <>
+      <label>
+        Upload a file to {field.name}
+        <input type="file" onChange={(e) => void upload(e.target.files?.[0] ?? null)} />
+      </label>
+      {progress !== null && (
+        <label>
+          Upload progress of {field.name}
+          <progress max={100} value={percent(progress)}>{percent(progress)}%</progress>
+        </label>
+      )}
+      <ErrorBox error={error} />
+    </>
   );
 }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { type Api, ApiError, type Row } from '../api.ts';
+import { type Api, ApiError, type Change, type Row } from '../api.ts';
 
 /** How many rows a page asks for: the API's most (200), so a long scroll makes few requests. */
 export const PAGE_SIZE = 200;
@@ -72,5 +72,26 @@ export function useRows(api: Api, table: string, filter: string | null, sort: st
     setState((s) => ({ ...s, rows: [...s.rows.filter((r) => !gone.has(r.id)).map((r) => byId.get(r.id) ?? r), ...appended] }));
   }, []);
 
-  return { ...state, loadMore, reload, replace };
+  /**
+   * Another client's write, from the change stream: a changed row put in place (unless the grid
+   * already holds a newer one), a deleted one taken out, a created one added at the end once the
+   * last page is loaded (before that, paging reaches it where the view's order puts it) when the
+   * stream follows the view's own filter (`mayAdd`).
+   */
+  const applyChange = useCallback((change: Change, mayAdd = true) => {
+    setState((s) => {
+      const at = s.rows.findIndex((r) => r.id === change.rowId);
+      if (change.type === 'delete' || change.row === null) return at < 0 ? s : { ...s, rows: s.rows.filter((r) => r.id !== change.rowId) };
+      const row = change.row;
+      if (at >= 0) {
+        if (s.rows[at].updatedAt >= row.updatedAt) return s; // held already (a write of this console, whose answer has download URLs the change lacks)
+        const rows = s.rows.slice();
+        rows[at] = row;
+        return { ...s, rows };
+      }
+      return mayAdd && s.done && !s.loading ? { ...s, rows: [...s.rows, row] } : s;
+    });
+  }, []);
+
+  return { ...state, loadMore, reload, replace, applyChange };
 }

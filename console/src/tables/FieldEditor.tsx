@@ -1,4 +1,4 @@
-import type { Field, FieldType } from '../api.ts';
+import type { Field, FieldType, Table } from '../api.ts';
 import { FIELD_TYPES } from '../field-types.ts';
 
 /** A field being edited: the API's field, with its options' text as typed. */
@@ -14,6 +14,12 @@ export interface FieldDraft {
   maxLength: string; // text
   min: string; // number
   max: string; // number
+  target: string; // link: the target table's id
+  multiple: boolean; // link
+  onDelete: 'unlink' | 'restrict' | 'cascade'; // link
+  inverseCode: string; // link, new fields only: the inverse field made on the target table
+  inverseName: string;
+  inverseMultiple: boolean;
 }
 
 let made = 0;
@@ -33,6 +39,12 @@ export function draftOf(field?: Field): FieldDraft {
     maxLength: text(o.maxLength),
     min: text(o.min),
     max: text(o.max),
+    target: text(o.table),
+    multiple: o.multiple === true,
+    onDelete: o.onDelete === 'restrict' || o.onDelete === 'cascade' ? o.onDelete : 'unlink',
+    inverseCode: '',
+    inverseName: '',
+    inverseMultiple: true,
   };
 }
 
@@ -46,6 +58,15 @@ export function fieldOf(d: FieldDraft): Partial<Field> {
   if (d.type === 'text' && d.maxLength.trim() !== '') options.maxLength = numberOrText(d.maxLength);
   if (d.type === 'number' && d.min.trim() !== '') options.min = numberOrText(d.min);
   if (d.type === 'number' && d.max.trim() !== '') options.max = numberOrText(d.max);
+  if (d.type === 'link') {
+    options.table = d.target;
+    options.multiple = d.multiple;
+    options.onDelete = d.onDelete;
+    // The inverse is made with the field (CONTRACT §11); an existing pair keeps its inverseField as the service returned it.
+    if (!d.id && d.inverseCode.trim() !== '') {
+      options.inverse = { code: d.inverseCode.trim(), ...(d.inverseName.trim() ? { name: d.inverseName.trim() } : {}), multiple: d.inverseMultiple };
+    }
+  }
   return {
     ...(d.id ? { id: d.id } : {}),
     code: d.code.trim(),
@@ -57,7 +78,7 @@ export function fieldOf(d: FieldDraft): Partial<Field> {
 }
 
 /** One field's editor: a group of labelled controls, the options its type takes among them. */
-export function FieldEditor({ draft, index, onChange, onRemove }: { draft: FieldDraft; index: number; onChange: (d: FieldDraft) => void; onRemove: () => void }) {
+export function FieldEditor({ draft, index, tables, onChange, onRemove }: { draft: FieldDraft; index: number; tables: Table[]; onChange: (d: FieldDraft) => void; onRemove: () => void }) {
   const set = <K extends keyof FieldDraft>(k: K, v: FieldDraft[K]) => onChange({ ...draft, [k]: v });
   const info = FIELD_TYPES[draft.type];
   return (
@@ -112,6 +133,48 @@ export function FieldEditor({ draft, index, onChange, onRemove }: { draft: Field
             Maximum
             <input inputMode="decimal" value={draft.max} onChange={(e) => set('max', e.target.value)} />
           </label>
+        </>
+      )}
+      {draft.type === 'link' && (
+        <>
+          <label>
+            Linked table
+            <select value={draft.target} onChange={(e) => set('target', e.target.value)} disabled={draft.id !== undefined} required>
+              <option value="">(choose a table)</option>
+              {tables.map((t) => (
+                <option key={t.id} value={t.id}>{t.name}</option>
+              ))}
+            </select>
+          </label>
+          <label className="check">
+            <input type="checkbox" checked={draft.multiple} onChange={(e) => set('multiple', e.target.checked)} />
+            Multiple rows
+          </label>
+          <label>
+            When a linked row is deleted
+            <select value={draft.onDelete} onChange={(e) => set('onDelete', e.target.value as FieldDraft['onDelete'])}>
+              <option value="unlink">unlink it</option>
+              <option value="restrict">refuse the delete</option>
+              <option value="cascade">delete this row too</option>
+            </select>
+          </label>
+          {!draft.id && (
+            <>
+              <label>
+                Inverse field code
+                <input value={draft.inverseCode} onChange={(e) => set('inverseCode', e.target.value)} spellCheck={false} aria-describedby={`${draft.key}-inverse-note`} />
+              </label>
+              <label>
+                Inverse field name
+                <input value={draft.inverseName} onChange={(e) => set('inverseName', e.target.value)} />
+              </label>
+              <label className="check">
+                <input type="checkbox" checked={draft.inverseMultiple} onChange={(e) => set('inverseMultiple', e.target.checked)} />
+                Inverse links multiple rows
+              </label>
+              <span id={`${draft.key}-inverse-note`} className="note">Optional: a field on the linked table showing the same links from its side.</span>
+            </>
+          )}
         </>
       )}
       <button type="button" className="danger" onClick={onRemove}>Remove field {index + 1}</button>

@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import type { Api, Table } from '../api.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
@@ -12,6 +12,11 @@ export function TableDialog({ api, table, onDone, onClose }: { api: Api; table: 
   const [fields, setFields] = useState<FieldDraft[]>(() => (table ? table.fields.map(draftOf) : [draftOf()]));
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  // The tables a link field may point at (this one included, once it exists).
+  const [tables, setTables] = useState<Table[]>([]);
+  useEffect(() => {
+    api.tables().then(setTables, setError);
+  }, [api]);
 
   const kept = new Set(fields.map((f) => f.id));
   const removed = table?.fields.filter((f) => !kept.has(f.id)) ?? [];
@@ -58,6 +63,7 @@ export function TableDialog({ api, table, onDone, onClose }: { api: Api; table: 
             key={f.key}
             draft={f}
             index={i}
+            tables={tables}
             onChange={(d) => setFields(fields.map((x) => (x.key === f.key ? d : x)))}
             onRemove={() => setFields(fields.filter((x) => x.key !== f.key))}
           />
