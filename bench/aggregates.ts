@@ -40,6 +40,9 @@ console.log(`loaded ${N} rows into ${postgres ? 'PostgreSQL' : 'SQLite'} through
 await service.stop();
 
 service = await startService(env);
+// Whatever the service says (warnings, a crash) is shown.
+service.child.stderr?.on('data', (d) => process.stderr.write(d));
+service.child.on('exit', (code, signal) => code !== 0 && signal !== 'SIGTERM' && console.error(`the service exited: ${code ?? signal}`));
 const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
 const floor = await startFloor(db, [{ physical: table.physical, columns }]);
 
