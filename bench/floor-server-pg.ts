@@ -45,6 +45,14 @@ app.get('/linkedSome', async (req) => ({
     : null,
 }));
 app.get('/byQuantity', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.quantity} desc nulls last, id desc limit $1`, [51]) }));
+// Aggregates (bench/aggregates.ts): hand-written GROUP BYs, the Tokyo month by PostgreSQL's zone data.
+app.get('/agg/status', async () => ({ data: await rows(`select ${c.status} as status, count(*) as count from ${t} group by 1 order by 1`, []) }));
+app.get('/agg/tokyo-months', async () => ({
+  data: await rows(`select to_char(${c.dueAt} at time zone 'Asia/Tokyo', 'YYYY-MM') as month, sum(${c.amount}) as amount from ${t} group by 1 order by 1`, []),
+}));
+app.get('/agg/status-paid', async () => ({
+  data: await rows(`select ${c.status} as status, ${c.paid} as paid, count(*) as count from ${t} group by 1, 2 having count(*) > $1 order by 1, 2`, [10]),
+}));
 app.get('/rows/:id', async (req, reply) => {
   const [row] = await rows(`select ${all} from ${t} where id = $1`, [(req.params as { id: string }).id]);
   return row ?? reply.status(404).send({ statusCode: 404 });

@@ -1,5 +1,6 @@
 import { fieldType } from '../domain/field-types/registry.ts';
-import { BUCKETS, BUCKETS_OF, MAX_GROUP_KEYS, MAX_METRICS, MAX_PAGE_SIZE, METRIC_FNS, groupable } from '../domain/requests/aggregate-query.ts';
+import { BUCKETS, BUCKETS_OF, MAX_GROUP_KEYS, MAX_METRICS, MAX_PAGE_SIZE, METRIC_FNS, groupable, isSingleLink } from '../domain/requests/aggregate-query.ts';
+import { linkOptions } from '../domain/field-types/link.ts';
 import { type RowColumn, SYSTEM_ORDER, fieldTarget } from '../domain/row-columns.ts';
 import type { TableDef } from '../domain/table.ts';
 import { type Schema, errorResponses, jsonResponse, ref } from './common.ts';
@@ -28,17 +29,26 @@ function groupableColumns(table: TableDef): RowColumn[] {
   return [...SYSTEM_ORDER, ...table.fields.map(fieldTarget)].filter(groupable);
 }
 
+/** A group key's value in `group`: a bucket's label, a single link's linked row id, or a value in the field's format. */
+function groupValueSchema(c: RowColumn): Schema {
+  if (BUCKETS_OF[c.type.name]) return { type: 'string' };
+  if (isSingleLink(c)) return { type: 'string', description: `the id of the linked row of table ${linkOptions(c.field).table}` };
+  return fieldType(c.type.name).valueSchema(c.field);
+}
+
 /** The components of the aggregate route's parameters and answer. */
 export function aggregateSchemas(table: TableDef): Record<string, Schema> {
   const columns = groupableColumns(table);
   const keys = columns.map((c) => c.key);
   const numbers = table.fields.filter((f) => f.type === 'number').map((f) => f.code);
   const dated = columns.filter((c) => BUCKETS_OF[c.type.name]);
+  const links = columns.filter(isSingleLink).map((c) => c.key);
+  const linkNote = links.length > 0 ? ` Single links (${links.join(', ')}) group by the linked row's id; multiple links cannot be group keys.` : ' A single link field groups by the linked row\'s id; multiple links cannot be group keys.';
   return {
     AggregateGroupBy: {
       type: 'array',
       maxItems: MAX_GROUP_KEYS,
-      description: `Group keys: a field (or system column), and for ${dated.map((c) => c.key).join(', ') || 'date-like fields'} a bucket (${BUCKETS.join(', ')}; hour for date-times only), with the IANA time zone of a date-time's bucket (default UTC).`,
+      description: `Group keys: a field (or system column), and for ${dated.map((c) => c.key).join(', ') || 'date-like fields'} a bucket (${BUCKETS.join(', ')}; hour for date-times only), with the IANA time zone of a date-time's bucket (default UTC).${linkNote}`,
       items: {
         type: 'object',
         properties: { field: { enum: keys }, bucket: { enum: [...BUCKETS] }, timeZone: { type: 'string', examples: ['Asia/Tokyo'] } },
@@ -50,7 +60,7 @@ export function aggregateSchemas(table: TableDef): Record<string, Schema> {
       type: 'array',
       minItems: 1,
       maxItems: MAX_METRICS,
-      description: `Metrics: count (rows), or ${METRIC_FNS.filter((f) => f !== 'count').join(', ')} of a field (sum and avg of ${numbers.join(', ') || 'number fields'}). Named \`as\`, else count or <fn>_<field>.`,
+      description: `Metrics: count (rows), or ${METRIC_FNS.filter((f) => f !== 'count').join(', ')} of a field (sum and avg of ${numbers.join(', ') || 'number fields'}; min and max not of links). Named \`as\`, else count or <fn>_<field>.`,
       items: {
         type: 'object',
         properties: { fn: { enum: [...METRIC_FNS] }, field: { enum: keys }, as: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' } },
@@ -79,8 +89,8 @@ export function aggregateSchemas(table: TableDef): Record<string, Schema> {
             properties: {
               group: {
                 type: 'object',
-                description: 'The group keys by field: a value in its field’s format, a bucket’s label (YYYY, YYYY-Qn, YYYY-MM, YYYY-Www, YYYY-MM-DD, YYYY-MM-DDTHH), or null.',
-                properties: Object.fromEntries(columns.map((c) => [c.key, { oneOf: [BUCKETS_OF[c.type.name] ? { type: 'string' } : fieldType(c.type.name).valueSchema(c.field), { type: 'null' }] }])),
+                description: 'The group keys by field: a value in its field’s format, a bucket’s label (YYYY, YYYY-Qn, YYYY-MM, YYYY-Www, YYYY-MM-DD, YYYY-MM-DDTHH), a single link’s linked row id, or null.',
+                properties: Object.fromEntries(columns.map((c) => [c.key, { oneOf: [groupValueSchema(c), { type: 'null' }] }])),
                 additionalProperties: false,
               },
               metrics: {

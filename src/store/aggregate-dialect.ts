@@ -13,6 +13,8 @@ export interface AggregateSql {
    * `YYYY-MM-DDTHH`; a dateTime's taken at its wall-clock time in `timeZone`.
    */
   bucket(column: string, source: BucketSource, bucket: Bucket, timeZone: string | null): RawBuilder<string>;
+  /** The linked row's id of a single link's column (its JSON string) as text in byte order, null for none: a link's group key. */
+  linkId(column: string): RawBuilder<string>;
   /** The least or greatest non-null value of a column of this kind in a group. */
   extreme(fn: 'min' | 'max', column: string, kind: ColumnKind): RawBuilder<unknown>;
   /**

@@ -2,7 +2,7 @@ import { type CompiledQuery, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { CursorValue } from '../domain/cursor.ts';
 import { badRequest, invalid } from '../domain/errors.ts';
 import type { AggregateTerm, BucketSource, GroupKey, HavingFilter, Metric } from '../domain/requests/aggregate-query.ts';
-import { metricType } from '../domain/requests/aggregate-query.ts';
+import { isSingleLink, metricType } from '../domain/requests/aggregate-query.ts';
 import type { AggregatePlan } from '../plan/aggregate-plan.ts';
 import { readRows } from './read-rows.ts';
 import type { Db, Dialect } from './dialect.ts';
@@ -28,8 +28,13 @@ export interface AggregatePage {
 export const groupColumn = (i: number) => `g${i}`;
 export const metricColumn = (i: number) => `m${i}`;
 
+/** A column as grouped and counted: a single link by the linked row's id, else the column itself. */
+function valueExpression(target: GroupKey['target'], dialect: Dialect): RawBuilder<unknown> {
+  return isSingleLink(target) ? dialect.aggregates.linkId(target.column) : sql`${sql.ref(target.column)}`;
+}
+
 function keyExpression(g: GroupKey, dialect: Dialect): RawBuilder<unknown> {
-  if (g.bucket === null) return sql`${sql.ref(g.target.column)}`;
+  if (g.bucket === null) return valueExpression(g.target, dialect);
   return dialect.aggregates.bucket(g.target.column, g.target.type.name as BucketSource, g.bucket, g.timeZone);
 }
 
@@ -39,7 +44,7 @@ function metricExpression(m: Metric, dialect: Dialect): RawBuilder<unknown> {
   switch (m.fn) {
     case 'count':
     case 'countDistinct':
-      return sql`count(distinct ${col})`;
+      return sql`count(distinct ${valueExpression(m.target, dialect)})`;
     case 'sum':
       return sql`sum(${col})`;
     case 'avg':

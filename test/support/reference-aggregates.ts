@@ -35,7 +35,15 @@ export const FIELDS = [
   { code: 'ym', name: 'ym', type: 'yearMonth' },
   { code: 'tm', name: 'tm', type: 'time' },
 ] as const;
-export const REF_FIELDS: RefFields = Object.fromEntries(FIELDS.map((f) => [f.code, f.type]));
+/**
+ * A single link field `lk` to the table LINK_TARGET, whose rows have the ids LINK_IDS: the property
+ * test adds it (randomRow and randomQuery with `link`). A link groups by the linked row's id, which
+ * the reference compares as text (the ids are ASCII, so code-point order is byte order).
+ */
+export const LINK_TARGET = 'aggpeople';
+export const LINK_IDS = ['p-1', 'p-2', 'p.3', 'P4', 'p:5'];
+export const LINK_FIELD = { code: 'lk', name: 'lk', type: 'link', options: { table: LINK_TARGET } } as const;
+export const REF_FIELDS: RefFields = { ...Object.fromEntries(FIELDS.map((f) => [f.code, f.type])), lk: 'text' };
 
 export const ZONES = ['UTC', 'America/New_York', 'Europe/Berlin', 'Australia/Sydney', 'Asia/Tokyo', 'Asia/Kolkata', 'Pacific/Chatham', 'America/St_Johns'];
 
@@ -77,9 +85,10 @@ function numberValue(r: Rand, doubles: boolean): number {
   return pick(r, [-3, -1.5, -0.25, 0, 0.5, 1, 2.75, 1000.5, 1e6, 7]);
 }
 
-export function randomRow(r: Rand, doubles = false): Record<string, unknown> {
+export function randomRow(r: Rand, doubles = false, link = false): Record<string, unknown> {
   const orNull = <T>(p: number, v: () => T): T | null => (chance(r, p) ? null : v());
   return {
+    ...(link ? { lk: orNull(0.25, () => pick(r, LINK_IDS)) } : {}),
     s: orNull(0.2, () => pick(r, ['a', 'b', 'c', 'é'])),
     t: orNull(0.2, () => pick(r, TEXTS)),
     n: orNull(0.2, () => numberValue(r, doubles)),
@@ -130,9 +139,9 @@ function randomFilter(r: Rand): Record<string, unknown> | undefined {
   return pick(r, [undefined, undefined, one, () => ({ _or: [one(), one()] }), () => ({ _not: one() })])?.();
 }
 
-export function randomQuery(r: Rand): AggregateQuery {
+export function randomQuery(r: Rand, link = false): AggregateQuery {
   const groupBy: GroupSpec[] = [];
-  const codes = FIELDS.map((f) => f.code).sort(() => r() - 0.5);
+  const codes = [...FIELDS.map((f) => f.code as string), ...(link ? [LINK_FIELD.code] : [])].sort(() => r() - 0.5);
   const keys = pick(r, [0, 1, 1, 2, 2, 3]);
   for (const code of codes.slice(0, keys)) {
     const g: GroupSpec = { field: code };
@@ -148,7 +157,8 @@ export function randomQuery(r: Rand): AggregateQuery {
     const fn = pick(r, ['count', 'sum', 'avg', 'min', 'max', 'countDistinct']);
     const m: MetricSpec = { fn };
     if (fn === 'sum' || fn === 'avg') m.field = 'n';
-    else if (fn !== 'count') m.field = pick(r, codes);
+    // min and max take sortable fields only: not a link.
+    else if (fn !== 'count') m.field = pick(r, fn === 'countDistinct' ? codes : codes.filter((c) => c !== LINK_FIELD.code));
     if (chance(r, 0.3)) m.as = `m${i}`;
     const name = m.as ?? (m.field ? `${fn}_${m.field}` : fn);
     if (names.has(name)) continue;

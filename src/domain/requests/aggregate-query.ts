@@ -2,6 +2,7 @@ import { type CursorValue, cursorBinding, readCursor } from '../cursor.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { type FieldTypeName, ORDER_OPS } from '../field-types/field-type.ts';
 import { fieldType } from '../field-types/registry.ts';
+import { linkOptions } from '../field-types/link.ts';
 import { isObject } from '../json.ts';
 import { intParam, jsonParam, readQuery } from '../query-string.ts';
 import { type FieldLookup, type RowColumn, SYSTEM_COLUMNS, fieldTarget, isSystemColumn } from '../row-columns.ts';
@@ -101,13 +102,22 @@ function columnNamed(table: FieldLookup, key: unknown): RowColumn | undefined {
   return field && fieldTarget(field);
 }
 
+/** A single (not multiple) link field: a group key by the linked row's id (CONTRACT §13). */
+export function isSingleLink(target: RowColumn): boolean {
+  return target.type.name === 'link' && !linkOptions(target.field).multiple;
+}
+
 /**
- * Whether a column can be a group key (or counted distinctly): a scalar the database compares.
- * Records, lists and files cannot. (Single links group by the linked id, multiple links cannot:
- * decided here once the link field type exists.)
+ * Whether a column can be a group key (or counted distinctly): a scalar the database compares, or
+ * a single link (by the linked row's id). Records, lists, files and multiple links cannot.
  */
 export function groupable(target: RowColumn): boolean {
-  return target.type.sortable;
+  return target.type.sortable || isSingleLink(target);
+}
+
+/** Why a column cannot be a group key, for the 400. */
+function kindOf(target: RowColumn): string {
+  return target.type.name === 'link' && !isSingleLink(target) ? 'multiple link' : target.type.name;
 }
 
 function parseGroupBy(value: unknown, table: FieldLookup, details: ErrorDetail[]): GroupKey[] {
@@ -136,7 +146,7 @@ function parseGroupBy(value: unknown, table: FieldLookup, details: ErrorDetail[]
       return;
     }
     if (!groupable(target)) {
-      details.push({ path: `${path}.field`, message: `${target.key} is a ${target.type.name} field, which cannot be a group key` });
+      details.push({ path: `${path}.field`, message: `${target.key} is a ${kindOf(target)} field, which cannot be a group key` });
       return;
     }
     if (keys.some((k) => k.key === target.key)) details.push({ path: `${path}.field`, message: `${target.key} is a group key already` });
@@ -196,8 +206,8 @@ function parseMetrics(value: unknown, table: FieldLookup, details: ErrorDetail[]
         details.push({ path: `${path}.field`, message: `${fn} takes a number field; ${found.key} is a ${found.type.name} field` });
         return;
       }
-      if (!groupable(found)) {
-        details.push({ path: `${path}.field`, message: `${fn} cannot take ${found.key}, a ${found.type.name} field` });
+      if (!groupable(found) || ((fn === 'min' || fn === 'max') && !found.type.sortable)) {
+        details.push({ path: `${path}.field`, message: `${fn} cannot take ${found.key}, a ${kindOf(found)} field` });
         return;
       }
       target = found;

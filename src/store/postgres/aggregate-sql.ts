@@ -26,6 +26,8 @@ export const postgresAggregates: AggregateSql = {
       source === 'dateTime' ? sql`(${col} at time zone ${timeZone ?? 'UTC'}::text)` : source === 'date' ? sql`${col}::timestamp` : sql`(${col} || '-01')::timestamp`;
     return sql<string>`(to_char(${local}, ${sql.lit(FORMATS[bucket])}) collate "C")`;
   },
+  // The column holds a jsonb string; #>> '{}' its text, compared in byte order as every text key.
+  linkId: (column) => sql<string>`((${sql.ref(column)} #>> '{}') collate "C")`,
   // PostgreSQL has no min or max of booleans: false is the least (every one true: bool_and).
   extreme: (fn, column, kind) =>
     kind === 'boolean' ? sql`${sql.raw(fn === 'min' ? 'bool_and' : 'bool_or')}(${sql.ref(column)})` : sql`${sql.raw(fn)}(${sql.ref(column)})`,

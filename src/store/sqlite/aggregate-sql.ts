@@ -32,6 +32,8 @@ export const sqliteAggregates: AggregateSql = {
         return sql<string>`(substr(${x}, 1, 10) || 'T' || substr(${x}, 12, 2))`;
     }
   },
+  // The column holds the JSON text `"<id>"`; ->> '$' its string (SQLite 3.38).
+  linkId: (column) => sql<string>`(${sql.ref(column)} ->> '$')`,
   extreme: (fn, column) => sql`${sql.raw(fn)}(${sql.ref(column)})`,
   isUnknownTimeZone: () => false,
   isOverflow: () => false,
