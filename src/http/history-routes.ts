@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { needs } from './access.ts';
 import { notFound } from '../domain/errors.ts';
+import { ROW_ID } from '../domain/codes.ts';
 import { nextHistoryQuery, parseHistoryQuery } from '../domain/requests/history-query.ts';
 import { changeJson } from '../render/change-json.ts';
 import { JSON_TYPE } from '../render/row-json.ts';
@@ -19,6 +20,8 @@ export function historyRoutes(api: FastifyInstance, deps: RowsDeps, log: ChangeL
   api.get<{ Params: { table: string; rowId: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/rows/:rowId/history', needs.onTable('rows:read'), async (request, reply) => {
     const { rowId } = request.params;
     const table = await tableOr404(deps, request.params.table);
+    // An id no row can have (codes.ts ROW_ID) has no history, without asking the database (PostgreSQL refuses text with NUL).
+    if (!ROW_ID.test(rowId)) throw notFound(`row ${rowId} has no changes kept in table ${request.params.table}`);
     const q = parseHistoryQuery(request.query, table.id, rowId, deps.secret);
     const db = deps.database.db;
     // Only what a reader of the feed may pass: on PostgreSQL no entry still to commit lies below.

@@ -76,6 +76,9 @@ eachDatabase('row history', (kind) => {
 
   it('unknown row or one whose changes retention deleted → 404; unknown table → 404', async () => {
     expectError(await history('never'), 404);
+    // An id no row can have, NUL included (PostgreSQL refuses text with NUL): 404, not a 500.
+    expectError(await history('a\u0000b'), 404);
+    expectError(await history('bad id/../x'), 404);
     expectError(await history('r1', '', 'nowhere'), 404);
     assert.equal((await t.post('/api/tables/hist/rows', { id: 'old', values: { n: 1 } })).status, 201);
     assert.equal((await history('old')).status, 200);
