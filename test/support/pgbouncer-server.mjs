@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './postgres-server.mjs';
 
 /** The pgbouncer binary, or null when the package is not installed. */
 export function findPgbouncer() {
@@ -15,17 +16,6 @@ export function findPgbouncer() {
     if (dir && fs.existsSync(p)) return p;
   }
   return null;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function accepting(port) {

@@ -18,7 +18,7 @@ function findBinDir() {
   return null;
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
