@@ -20,7 +20,7 @@ const N = Number(process.argv[2] ?? 100_000);
 const SECONDS = Number(process.argv[3] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-const { dir, postgres, env } = await benchDatabase('writers');
+const { dir, postgres, env, db } = await benchDatabase('writers');
 const ds = await dataset();
 
 const first = await startService(env);
@@ -34,7 +34,9 @@ const second: Proc | null = postgres ? await startService({ ...env, ROWHOUSE_DAT
 // the service's) on the same table, so that what two processes cost PostgreSQL itself is seen
 // apart from the service.
 const floorTables = [{ physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) }];
-const floors: Proc[] = postgres ? [await startFloor(postgres.url, floorTables), await startFloor(postgres.url, floorTables)] : [];
+// On both databases, one floor also takes 64 writers against 10: whether the database (and the
+// machine) itself gives more or less with more writers, apart from the service.
+const floors: Proc[] = postgres ? [await startFloor(postgres.url, floorTables), await startFloor(postgres.url, floorTables)] : [await startFloor(db, floorTables)];
 
 const auth = { 'x-api-key': BENCH_KEY };
 const createBody = createBodies(ds, N);
@@ -107,9 +109,14 @@ for (const [kind, request] of Object.entries(requests)) {
   }
 }
 
+// Creates through the floors take ids from the same maker: none repeats the service's.
+const floorCreate: LoadRequest = { method: 'POST', path: '/rows', body: createBody };
+await compare(
+  'control, the floor: create, 64 writers against 10, one process',
+  ['10 writers', () => measured(() => load(floors[0].url, floorCreate, SECONDS, 10), false)],
+  ['64 writers', () => measured(() => load(floors[0].url, floorCreate, SECONDS, 64), false)],
+);
 if (floors.length === 2) {
-  // Creates through the floors take ids from the same maker: none repeats the service's.
-  const floorCreate: LoadRequest = { method: 'POST', path: '/rows', body: createBody };
   await compare(
     'control, the floor: create, 64 writers on two processes against one',
     ['one process', () => measured(() => spread([floors[0]], floorCreate, 64), false)],
