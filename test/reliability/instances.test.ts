@@ -9,7 +9,7 @@ import pg from 'pg';
 import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startS3Server } from '../support/s3-server.mjs';
-import { type Server as Served, buildProject, complaints, scratchDir, serve as start, stopAll } from '../support/served.ts';
+import { type Instance as Server, assertQuiet, buildProject, serveInstance, stopAll } from '../support/served.ts';
 import { type Answer, callJson } from '../support/wire.ts';
 
 /**
@@ -59,28 +59,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let project: string;
 
-/** One instance: its name in messages, and how many of its complaints were reported already. */
-interface Server extends Served {
-  reported: number;
-}
-
 /** Starts `rowhouse serve` with these settings, in a directory of its own, and waits until it listens. */
-async function serve(name: string, settings: Record<string, string>): Promise<Server> {
-  const cwd = scratchDir(`rowhouse-instance-${name}-`);
-  const server = await start(project, { name, cwd, env: { ROWHOUSE_DATA_DIR: cwd, ...settings }, withoutAws: true });
-  return { ...server, reported: 0 };
-}
-
-/** Asserts that no process said anything wrong since the last look (each complaint reported once). */
-function assertQuiet(...servers: Server[]): void {
-  const found: string[] = [];
-  for (const s of servers) {
-    const all = complaints(s);
-    found.push(...all.slice(s.reported).map((c) => `${s.name}: ${c}`));
-    s.reported = all.length;
-  }
-  assert.deepEqual(found, [], 'stderr output or log lines at warn or above');
-}
+const serve = (name: string, settings: Record<string, string>): Promise<Server> => serveInstance(project, 'instance', name, settings);
 
 /** A URL the service handed out (on the public URL), sent to one instance instead. */
 function at(server: Server, url: string): string {

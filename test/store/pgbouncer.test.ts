@@ -5,7 +5,7 @@ import pg from 'pg';
 import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { findPgbouncer, startPgbouncer } from '../support/pgbouncer-server.mjs';
-import { type Server as Served, buildProject, complaints, scratchDir, serve as start, stopAll } from '../support/served.ts';
+import { type Instance as Server, assertQuiet, buildProject, serveInstance, stopAll } from '../support/served.ts';
 import { type Answer, callJson } from '../support/wire.ts';
 import type { PreparedStatementsMode } from '../../src/config.ts';
 import { openDatabase } from '../../src/store/database.ts';
@@ -195,27 +195,10 @@ eachDatabase('PgBouncer in transaction mode', (kind) => {
     });
 
     describe('two rowhouse serve processes through pgbouncer', () => {
-      interface Server extends Served {
-        reported: number;
-      }
       let project: string;
       let a: Server;
       let b: Server;
-
-      async function serve(name: string, settings: Record<string, string>): Promise<Server> {
-        const cwd = scratchDir(`rowhouse-pgbouncer-${name}-`);
-        const server = await start(project, { name, cwd, env: { ROWHOUSE_DATA_DIR: cwd, ...settings }, withoutAws: true });
-        return { ...server, reported: 0 };
-      }
-      function assertQuiet(...servers: Server[]): void {
-        const found: string[] = [];
-        for (const s of servers) {
-          const all = complaints(s);
-          found.push(...all.slice(s.reported).map((c) => `${s.name}: ${c}`));
-          s.reported = all.length;
-        }
-        assert.deepEqual(found, [], 'stderr output or log lines at warn or above');
-      }
+      const serve = (name: string, settings: Record<string, string>): Promise<Server> => serveInstance(project, 'pgbouncer', name, settings);
       async function call(server: Server, method: string, target: string, body?: unknown, key = TEST_KEY): Promise<Answer> {
         const r = await callJson(server.base, method, target, body, key);
         assert.ok(r.status < 500, `${server.name} ${method} ${target}: ${r.status} ${r.text.slice(0, 500)}\n${server.stderr().slice(0, 2000)}`);

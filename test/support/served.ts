@@ -161,6 +161,29 @@ export function complaints(server: Server, options: ComplaintOptions = {}): stri
   return out;
 }
 
+/** One of several instances a test runs side by side: its name in messages, and how many of its complaints were reported already. */
+export interface Instance extends Server {
+  reported: number;
+}
+
+/** Starts an Instance of `project` with these settings, in a directory of its own (`rowhouse-<prefix>-<name>-…`). */
+export async function serveInstance(project: string, prefix: string, name: string, settings: Record<string, string>): Promise<Instance> {
+  const cwd = scratchDir(`rowhouse-${prefix}-${name.replace(/\W+/g, '-')}-`);
+  const server = await serve(project, { name, cwd, env: { ROWHOUSE_DATA_DIR: cwd, ...settings }, withoutAws: true });
+  return { ...server, reported: 0 };
+}
+
+/** Asserts that no instance said anything wrong since the last look (each complaint reported once). */
+export function assertQuiet(...servers: Instance[]): void {
+  const found: string[] = [];
+  for (const s of servers) {
+    const all = complaints(s);
+    found.push(...all.slice(s.reported).map((c) => `${s.name}: ${c}`));
+    s.reported = all.length;
+  }
+  assert.deepEqual(found, [], 'stderr output or log lines at warn or above');
+}
+
 /** Kills (SIGKILL) every server still running and waits until they are gone: before a test drops their database. */
 export async function stopServers(): Promise<void> {
   await Promise.all([...running].map((child) => new Promise((resolve) => child.once('close', resolve).kill('SIGKILL'))));
