@@ -83,22 +83,8 @@ export function ImportDialog({ api, table, onClose, onDone }: { api: Api; table:
           <input type="file" accept=".csv,.tsv,.jsonl,text/csv,text/tab-separated-values" onChange={(e) => void choose(e.target.files?.[0] ?? null)} required />
         </label>
         <div className="row-of-inputs">
-          <label>
-            Format
-            <select value={format} onChange={(e) => setFormat(e.target.value)}>
-              <option value="csv">CSV</option>
-              <option value="tsv">TSV</option>
-              <option value="jsonl">JSON Lines</option>
-            </select>
-          </label>
-          <label>
-            Encoding
-            <select value={encoding} onChange={(e) => setEncoding(e.target.value)} aria-describedby="import-encoding-note">
-              <option value="utf8">UTF-8</option>
-              <option value="utf8Bom">UTF-8 with BOM</option>
-              <option value="shiftJis">Shift_JIS (Windows-31J)</option>
-            </select>
-          </label>
+          <FormatSelect value={format} onChange={setFormat} />
+          <EncodingSelect value={encoding} onChange={setEncoding} describedBy="import-encoding-note" />
           <label>
             Mode
             <select value={mode} onChange={(e) => setMode(e.target.value)}>
@@ -168,22 +154,8 @@ export function ExportDialog({ api, table, filter, sort, onClose }: { api: Api; 
   return (
     <Dialog title={`Export rows of ${table.name}`} onClose={onClose}>
       <form onSubmit={run}>
-        <label>
-          Format
-          <select value={format} onChange={(e) => setFormat(e.target.value)}>
-            <option value="csv">CSV</option>
-            <option value="tsv">TSV</option>
-            <option value="jsonl">JSON Lines</option>
-          </select>
-        </label>
-        <label>
-          Encoding
-          <select value={encoding} onChange={(e) => setEncoding(e.target.value)}>
-            <option value="utf8">UTF-8</option>
-            <option value="utf8Bom">UTF-8 with BOM</option>
-            <option value="shiftJis">Shift_JIS (Windows-31J)</option>
-          </select>
-        </label>
+        <FormatSelect value={format} onChange={setFormat} />
+        <EncodingSelect value={encoding} onChange={setEncoding} />
         <label>
           Newline
           <select value={newline} onChange={(e) => setNewline(e.target.value)}>
@@ -199,5 +171,33 @@ export function ExportDialog({ api, table, filter, sort, onClose }: { api: Api; 
         </div>
       </form>
     </Dialog>
+  );
+}
+
+/** The file formats import and export both speak (CONTRACT: csv, tsv, jsonl). */
+function FormatSelect({ value, onChange }: { value: string; onChange: (value: string) => void }) {
+  return (
+    <label>
+      Format
+      <select value={value} onChange={(e) => onChange(e.target.value)}>
+        <option value="csv">CSV</option>
+        <option value="tsv">TSV</option>
+        <option value="jsonl">JSON Lines</option>
+      </select>
+    </label>
+  );
+}
+
+/** The text encodings import and export both speak; `describedBy` names a note explaining the choice. */
+function EncodingSelect({ value, onChange, describedBy }: { value: string; onChange: (value: string) => void; describedBy?: string }) {
+  return (
+    <label>
+      Encoding
+      <select value={value} onChange={(e) => onChange(e.target.value)} aria-describedby={describedBy}>
+        <option value="utf8">UTF-8</option>
+        <option value="utf8Bom">UTF-8 with BOM</option>
+        <option value="shiftJis">Shift_JIS (Windows-31J)</option>
+      </select>
+    </label>
   );
 }
