@@ -8,9 +8,9 @@ import { makeKey } from './keys.ts';
 
 /**
  * Resources that belong to a table (CONTRACT §12): a key limited to some tables lists and reads
- * only the flows they trigger (and drafts, which name no table) and the deliveries of their
- * changes, is refused another table's with a 403 naming it, and cannot create, move, change,
- * delete or retry one on a table outside its own. The deliveries are real: a receiver on
+ * only the flows they trigger (and drafts, which name no table), the deliveries of their changes
+ * and the API keys within them, is refused another table's with a 403 naming it, and cannot
+ * create, move, change, delete or retry a flow on a table outside its own. The deliveries are real: a receiver on
  * 127.0.0.1 answers 500, so each fails after its one attempt.
  */
 
@@ -134,6 +134,26 @@ eachDatabase('resources that belong to a table, for a key limited to some tables
     assert.equal(retried.status, 200, retried.text);
     assert.equal(retried.body.status, 'failed');
     assert.equal((await t.delete(`/api/flows/${made.body.id}`, undefined, { key })).status, 200);
+  });
+
+  it('shows a key manager limited to some tables only the keys within them, and refuses it another’s naming the table', async () => {
+    const manager = await makeKey(t, ['keys:manage', 'flows:read'], [ordersId]);
+    const made = async (tables: string[]) => {
+      const r = await t.post('/api/api-keys', { name: `on ${tables.join('+')}`, scopes: ['flows:read'], tables });
+      assert.equal(r.status, 201, r.text);
+      return r.body.id as string;
+    };
+    const [mine, theirs, everywhere] = [await made(['orders']), await made(['orders', 'customers']), await made(['*'])];
+    const listed = await t.get('/api/api-keys', { key: manager, query: { paging: { limit: 100 } } });
+    assert.equal(listed.status, 200, listed.text);
+    const seen = ids(listed.body.data);
+    assert.deepEqual([seen.includes(mine), seen.includes(theirs), seen.includes(everywhere)], [true, false, false]);
+    for (const k of listed.body.data) assert.deepEqual(k.tables, [ordersId], `${k.name}: outside the manager's tables`);
+    assert.equal((await t.get(`/api/api-keys/${mine}`, { key: manager })).status, 200);
+    assert.equal(expectError(await t.get(`/api/api-keys/${theirs}`, { key: manager }), 403).message, 'this key lacks keys:manage on table customers');
+    assert.equal(expectError(await t.get(`/api/api-keys/${everywhere}`, { key: manager }), 403).message, 'this key lacks keys:manage on every table');
+    const all = ids((await t.get('/api/api-keys', { query: { paging: { limit: 100 } } })).body.data);
+    assert.deepEqual([mine, theirs, everywhere].filter((id) => !all.includes(id)), []);
   });
 
   it('lets a key on every table, or the service’s own, see and change every flow', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
-import type { Grant, Scope } from '../../domain/access.ts';
+import { ALL, type Grant, type Scope, refusal } from '../../domain/access.ts';
 import { isObject } from '../../domain/json.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
 import { repeatedIds } from '../../domain/repeated-ids.ts';
@@ -83,24 +83,29 @@ export class ResourceStore {
   private ofTables(tables: readonly string[]): RawBuilder<SqlBool> {
     const ref = this.spec.tableRef;
     if (!ref) throw new Error(`${this.spec.name} names no table (tableRef): it cannot be limited to some`);
+    if (ref.list) return this.dialect.jsonListWithin(ref.column, tables);
     const table = ref.path ? this.dialect.jsonTextAt(ref.column, ref.path) : sql.ref(ref.column);
     const among = tables.length === 0 ? sql`1 = 0` : sql`${table} in (${sql.join([...tables])})`;
     return sql<SqlBool>`(${table} is null or ${among})`;
   }
 
-  /** The id of the table an item belongs to (the spec's `tableRef`); undefined when it names none. */
-  tableOf(item: Item): string | undefined {
+  /** The ids of the tables an item belongs to (the spec's `tableRef`; "*": every table); none when it names none. */
+  tablesOf(item: Item): string[] {
     const ref = this.spec.tableRef;
-    if (!ref) return undefined;
+    if (!ref) return [];
     let v: unknown = item[ref.column];
     for (const key of ref.path ?? []) v = isObject(v) ? v[key] : undefined;
-    return typeof v === 'string' ? v : undefined;
+    const ids = ref.list && Array.isArray(v) ? v : [v];
+    return ids.filter((id): id is string => typeof id === 'string');
   }
 
-  /** The 403 of a key that may not use `scope` on the item's table (CONTRACT §12), naming it; null when it may, or the item names none. */
+  /** The 403 of a key that may not use `scope` on the item's tables (CONTRACT §12), naming the first it lacks; null when it may, or the item names none. */
   async tableRefusal(item: Item, grant: Grant, scope: Scope): Promise<ServiceError | null> {
-    const tableId = this.tableOf(item);
-    return tableId === undefined ? null : namedTableRefusal(this.database.db, grant, scope, tableId);
+    for (const id of this.tablesOf(item)) {
+      const refused = id === ALL ? refusal(grant, [{ scopes: [scope], everyTable: true }]) : await namedTableRefusal(this.database.db, grant, scope, id);
+      if (refused) return refused;
+    }
+    return null;
   }
 
   /** The id a URL reference names: the reference itself, or what the resource resolves it to. */
