@@ -2,11 +2,12 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|create|patch|bulk|linkbulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|create|idemcreate|patch|bulk|linkbulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
 //   (linkbulk: bulk creates into a table of the dataset's fields plus a `customer` link, paired with an
 //   `orders` field on a table of 1,000 customers, each row linking one of them)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import { SourceMap, type SourceMapping } from 'node:module';
@@ -111,6 +112,8 @@ let p = 0;
 const createBody = createBodies(ds, N);
 const serviceRequests = {
   create: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth },
+  // The same create with a fresh Idempotency-Key on each (bench/access.ts).
+  idemcreate: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth, moreHeaders: () => ({ 'idempotency-key': randomUUID() }) },
   patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
   bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
   linkbulk: {

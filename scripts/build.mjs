@@ -16,24 +16,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { serviceBundleOptions } from './bundle-options.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
 fs.rmSync(dist, { recursive: true, force: true });
-await build({
-  entryPoints: [path.join(root, 'src/cli.ts')],
-  outfile: path.join(dist, 'cli.js'),
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  external: ['better-sqlite3', 'pg-native', '@aws-sdk/*', 'swagger-ui-dist'],
-  sourcemap: true,
-  logLevel: 'warning',
-  logOverride: { 'empty-import-meta': 'error' },
-  // The one import.meta property src/ may read: the module's folder (src/http/console-routes.ts).
-  define: { 'import.meta.dirname': '__dirname' },
-});
+await build(serviceBundleOptions(root, path.join(dist, 'cli.js')));
 // The browser console, beside the service's bundle (scripts/build-console.mjs). A copy of the
 // service alone (src/ and this script, as test/support/served.ts makes one) has no console to build.
 if (fs.existsSync(path.join(root, 'console'))) await (await import('./build-console.mjs')).buildConsole();

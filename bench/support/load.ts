@@ -15,6 +15,8 @@ export interface LoadRequest {
   path: string | (() => string);
   body?: () => string;
   headers?: Record<string, string>;
+  /** Headers made for each request, besides `headers` (a fresh Idempotency-Key). */
+  moreHeaders?: () => Record<string, string>;
 }
 
 /** Sends requests from `connections` connections (10 unless given) for `seconds` and reports throughput and latency (ms). */
@@ -32,6 +34,7 @@ export async function load(base: string, req: LoadRequest, seconds: number, conn
           ...r,
           path: typeof req.path === 'function' ? req.path() : req.path,
           ...(req.body ? { body: req.body() } : {}),
+          ...(req.moreHeaders ? { headers: { ...headers, ...req.moreHeaders() } } : {}),
         }),
       },
     ],

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { allTables, tableRefusal } from '../domain/access.ts';
+import { allTables } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { WebhookWorker } from '../events/webhook-worker.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
@@ -12,7 +12,7 @@ export function flowDeliveryRoutes(app: FastifyInstance, deliveries: ResourceSto
     // A key limited to some tables retries only the deliveries of their flows.
     const grant = request.principal?.grant;
     if (grant && !allTables(grant)) {
-      const refused = tableRefusal(grant, 'flows:write', String((await deliveries.get(id)).tableId));
+      const refused = await deliveries.tableRefusal(await deliveries.get(id), grant, 'flows:write');
       if (refused) throw refused;
     }
     const outcome = await worker.retry(id);

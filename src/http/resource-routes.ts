@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
 import { badRequest } from '../domain/errors.ts';
 import { ResourceBodies, objectBody } from '../domain/requests/resource-bodies.ts';
@@ -30,13 +30,16 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   const read = needs.scope(scopes.read);
   const readOne = isTables ? needs.rule((request) => [{ scopes: [scopes.read], table: (request.params as { id: string }).id }]) : read;
   const write = isTables ? needs.everyTable(scopes.write) : needs.scope(scopes.write);
+  // Items that belong to a table (tables, flows, their deliveries): a key limited to some tables
+  // lists only theirs, and is refused another's (CONTRACT §12).
+  const limitedTables = (request: FastifyRequest): readonly string[] | undefined => {
+    const grant = request.principal?.grant;
+    return store.spec.tableRef && grant && !allTables(grant) ? grant.tables : undefined;
+  };
 
   app.get(base, read, async (request) => {
     const q = parseResourceListQuery(request.query as Record<string, unknown>, store.queryable);
-    // GET /api/tables lists only the tables the key covers.
-    const grant = request.principal?.grant;
-    const only = isTables && grant && !allTables(grant) ? grant.tables : undefined;
-    const { items, nextOffset } = await store.list(q, only);
+    const { items, nextOffset } = await store.list(q, limitedTables(request));
     return { data: items, pagination: { limit: q.limit, count: items.length, offset: q.offset, nextOffset } };
   });
 
@@ -44,7 +47,13 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
     const { relations, ...rest } = request.query as Record<string, unknown>;
     if (Object.keys(rest).length > 0) throw badRequest(`Unknown query parameter ${Object.keys(rest).join(', ')}: only relations applies to a single item`);
     const q = parseResourceListQuery(relations === undefined ? {} : { relations }, store.queryable);
-    return store.get(await store.resolveId(request.params.id), q.relations);
+    const item = await store.get(await store.resolveId(request.params.id), q.relations);
+    const grant = request.principal?.grant;
+    if (grant && limitedTables(request)) {
+      const refused = await store.tableRefusal(item, grant, scopes.read);
+      if (refused) throw refused;
+    }
+    return item;
   });
 
   // The service writes these items itself: no write routes (a write answers 404, as any unknown route).

@@ -72,6 +72,10 @@ export interface Dialect extends ValueCodec {
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
   listContains(column: string, value: string | number | boolean): RawBuilder<SqlBool>;
+  /** The text at `path` (object keys) within the JSON in `column`; NULL where there is none (a flow's trigger table). */
+  jsonTextAt(column: string, path: readonly string[]): RawBuilder<string | null>;
+  /** Every element of the JSON array in `column` is one of `values` (texts): an API key's tables within another's. */
+  jsonListWithin(column: string, values: readonly string[]): RawBuilder<SqlBool>;
   /** Lower case of every letter, not only ASCII (for case-insensitive matching). */
   lower(expr: RawBuilder<unknown> | ReturnType<typeof sql.ref>): RawBuilder<string>;
   /** `now`, or 1 ms past the column's value when the clock has not moved beyond it: a timestamp that always moves. */

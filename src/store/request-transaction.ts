@@ -99,7 +99,7 @@ export class HeldTransaction<A> implements HeldScope {
             () => {
               committed?.();
               // Outside the request's scope: what runs after the commit (a worker woken) is no part of it.
-              heldScope.exit(() => {
+              heldScope.run(undefined, () => {
                 for (const then of hooks.afterCommit) then();
               });
             },

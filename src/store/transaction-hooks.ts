@@ -48,8 +48,11 @@ export interface HeldScope {
   readonly open: boolean;
 }
 
-/** The held transaction of the request whose handler is running, if it has one. */
-export const heldScope = new AsyncLocalStorage<HeldScope>();
+/**
+ * The held transaction of the request whose handler is running, if it has one. (Left by running
+ * with undefined, not by exit(): on Node 20 exit() turns the process's promise hooks off and on.)
+ */
+export const heldScope = new AsyncLocalStorage<HeldScope | undefined>();
 
 /** Whether the running code's writes go into a request's held transaction: single-row writes then take a transaction too. */
 export function inHeldScope(): boolean {

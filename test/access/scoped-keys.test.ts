@@ -148,7 +148,7 @@ eachDatabase('scoped keys', (kind) => {
     const key = await makeKey(t, ['flows:write', 'flows:read'], [ordersId]);
     const definition = (table: string) => ({ trigger: { table, events: ['create'] }, webhook: { url: 'https://example.com/hook' } });
     const refused = expectError(await t.post('/api/flows', { name: 'f', definition: definition('customers') }, { key }), 403);
-    assert.equal(refused.message, `this key lacks flows:write on table ${customersId}`);
+    assert.equal(refused.message, 'this key lacks flows:write on table customers');
     const made = await t.post('/api/flows', { name: 'f', definition: definition('orders') }, { key });
     assert.equal(made.status, 201, made.text);
     expectError(await t.put(`/api/flows/${made.body.id}`, { definition: definition('customers') }, { key }), 403);

@@ -38,7 +38,7 @@ export function buildProject(prefix: string): string {
   const dir = scratchDir(prefix);
   fs.cpSync(path.join(ROOT, 'src'), path.join(dir, 'src'), { recursive: true });
   fs.mkdirSync(path.join(dir, 'scripts'));
-  fs.copyFileSync(path.join(ROOT, 'scripts/build.mjs'), path.join(dir, 'scripts/build.mjs'));
+  for (const script of ['build.mjs', 'bundle-options.mjs']) fs.copyFileSync(path.join(ROOT, 'scripts', script), path.join(dir, 'scripts', script));
   fs.mkdirSync(path.join(dir, 'bin'));
   fs.copyFileSync(path.join(ROOT, 'bin/rowhouse.mjs'), path.join(dir, 'bin/rowhouse.mjs'));
   fs.writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}');

@@ -50,6 +50,8 @@ export const postgresDialect: Dialect = {
   rowsPerInsert: (columns) => Math.max(1, Math.floor(30_000 / columns)),
   nullsFirstByDefault: (direction) => direction === 'desc',
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
+  jsonListWithin: (column, values) => sql<SqlBool>`${sql.ref(column)} <@ ${JSON.stringify(values)}::jsonb`,
+  jsonTextAt: (column, path) => sql<string | null>`${sql.ref(column)} #>> ${[...path]}::text[]`,
   // Text columns are COLLATE "C", whose lower() folds ASCII only; the database's own collation folds every letter.
   lower: (expr) => sql<string>`lower(${expr} collate "default")`,
   nextTimestamp: (column, now) =>

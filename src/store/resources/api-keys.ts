@@ -3,6 +3,7 @@ import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../domain/api-key.t
 import { isUuid } from '../../domain/codes.ts';
 import { type ErrorDetail, badRequest, invalid } from '../../domain/errors.ts';
 import type { MetaDb } from '../meta-schema.ts';
+import { tableNamer } from './table-names.ts';
 import { AUDIT_RELATIONS, type Attrs, type Item, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 const timestamp = { type: 'string', maxLength: 64 };
@@ -21,14 +22,6 @@ export async function tableIds(db: MetaDb, refs: readonly string[], path = 'tabl
   }
   if (problems.length > 0) throw invalid(problems, 'Invalid API key');
   return ids;
-}
-
-/** The table names of a 403 about tables: codes where they have one. */
-async function tableNamer(db: MetaDb, ids: readonly string[]): Promise<(id: string) => string> {
-  const real = ids.filter((id) => id !== ALL);
-  const rows = real.length === 0 ? [] : await db.selectFrom('rh_tables').select(['id', 'code']).where('id', 'in', real).execute();
-  const names = new Map(rows.map((r) => [r.id, r.code ?? r.id]));
-  return (id) => names.get(id) ?? id;
 }
 
 /** No escalation (CONTRACT §12): the key a request creates, changes or deletes has no scope or table its own key lacks. */
@@ -65,6 +58,8 @@ export const apiKeys: ResourceSpec = {
     },
   },
   relations: { ...AUDIT_RELATIONS, member: 'memberId' },
+  // A manager limited to some tables sees only the keys within them: those it could make (CONTRACT §12).
+  tableRef: { column: 'tables', list: true },
   createAnswers: { key: { type: 'string', description: 'The key itself, for the X-API-Key header: answered on create only, never stored.' } },
   hooks: {
     check(input: Attrs): ErrorDetail[] {

@@ -12,6 +12,8 @@ export const flowDeliveries: ResourceSpec = {
   table: 'rh_flow_deliveries',
   label: 'flow delivery',
   readOnly: true,
+  // A key limited to some tables sees only the deliveries of their changes (CONTRACT §12).
+  tableRef: { column: 'tableId' },
   attrs: {
     flowId: read('text', { type: 'string' }),
     eventId: read('text', { type: 'string', description: 'The event’s id: the body’s `id` and the Rowhouse-Event-Id header, the same on every attempt.' }),

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { tableRefusal } from '../../domain/access.ts';
 import { isUuid } from '../../domain/codes.ts';
 import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
 import { isObject } from '../../domain/json.ts';
@@ -9,6 +8,7 @@ import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lastNumber } from '../change-log.ts';
 import { loadFields } from '../table-catalog.ts';
+import { namedTableRefusal } from './table-names.ts';
 import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
 /**
@@ -27,10 +27,10 @@ export interface FlowSpecOptions {
 export const newFlowSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
 
 /** A key limited to some tables writes only the flows whose trigger is one of them (CONTRACT §12). */
-function requireFlowTable(ctx: WriteContext, definition: unknown): void {
+async function requireFlowTable(tx: MetaDb, ctx: WriteContext, definition: unknown): Promise<void> {
   const table = isObject(definition) && isObject(definition.trigger) ? definition.trigger.table : undefined;
   if (!ctx.grant || typeof table !== 'string') return;
-  const refused = tableRefusal(ctx.grant, 'flows:write', table);
+  const refused = await namedTableRefusal(tx, ctx.grant, 'flows:write', table);
   if (refused) throw refused;
 }
 
@@ -70,6 +70,8 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
     name: 'flows',
     table: 'rh_flows',
     label: 'flow',
+    // A key limited to some tables sees only the flows they trigger, and drafts (CONTRACT §12).
+    tableRef: { column: 'definition', path: ['trigger', 'table'] },
     attrs: {
       name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },
       description: { type: 'text', schema: { type: 'string', maxLength: 10_000 }, nullable: true, default: () => null },
@@ -91,7 +93,7 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         const parsed = parseFlowDefinition(input.definition, allowPrivate, []);
         if (parsed) {
           const definition = await resolveDefinition(tx, dialect, parsed);
-          requireFlowTable(ctx, definition);
+          await requireFlowTable(tx, ctx, definition);
           columns.definition = dialect.encodeJson(definition);
           if (input.enabled === true) await startCursor(tx, columns.id, definition.trigger.table);
         }
@@ -101,7 +103,7 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         return { secret };
       },
       async beforeUpdate(tx, before, changes, input, ctx) {
-        requireFlowTable(ctx, before.definition);
+        await requireFlowTable(tx, ctx, before.definition);
         const enabled = typeof input.enabled === 'boolean' ? input.enabled : before.enabled === true;
         const given = input.definition !== undefined;
         const raw = given ? input.definition : before.definition;
@@ -112,7 +114,7 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         if (enabled && !definition) throw invalid(problems.length > 0 ? problems : [ENABLE_DRAFT], 'Invalid flow');
         if (definition && given) {
           definition = await resolveDefinition(tx, dialect, definition);
-          requireFlowTable(ctx, definition);
+          await requireFlowTable(tx, ctx, definition);
           changes.definition = dialect.encodeJson(definition);
         }
         if (!enabled || !definition) return;
@@ -120,7 +122,7 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         if (before.enabled !== true || beforeTable !== definition.trigger.table) await startCursor(tx, before.id, definition.trigger.table);
       },
       async beforeDelete(tx, item, ctx) {
-        requireFlowTable(ctx, item.definition);
+        await requireFlowTable(tx, ctx, item.definition);
         await tx.deleteFrom('rh_flow_cursors').where('flowId', '=', item.id).execute();
         await tx.deleteFrom('rh_flow_deliveries').where('flowId', '=', item.id).execute();
       },

@@ -71,6 +71,14 @@ export interface ResourceSpec {
   hooks?: ResourceHooks;
   /** What a create answers beyond the item (what beforeInsert returns), by name: JSON Schemas, for the OpenAPI document. */
   createAnswers?: Record<string, Record<string, unknown>>;
+  /**
+   * Where an item names the user table it belongs to, for keys limited to some tables (CONTRACT
+   * §12): they see only the items of their tables, and those naming none (a flow's draft). The
+   * column holding the table's id, and `path` to it within the JSON when the column is json;
+   * `list`: the column holds a JSON array of table ids, or ["*"] (an API key's `tables`), and such
+   * a key sees the item only when it covers every one.
+   */
+  tableRef?: { column: string; path?: readonly string[]; list?: boolean };
   /** Only list and get: the service writes the items itself (flow deliveries). */
   readOnly?: boolean;
   /**

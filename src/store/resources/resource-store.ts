@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { ALL, type Grant, type Scope, refusal } from '../../domain/access.ts';
+import { isObject } from '../../domain/json.ts';
 import { normaliseDateTime } from '../../domain/dates.ts';
 import { repeatedIds } from '../../domain/repeated-ids.ts';
 import type { ResourceInput } from '../../domain/requests/resource-bodies.ts';
@@ -9,12 +11,13 @@ import {
   type ResourceFilter,
   type ResourceListQuery,
 } from '../../domain/resource-query.ts';
-import { invalid, notFound } from '../../domain/errors.ts';
+import { type ServiceError, invalid, notFound } from '../../domain/errors.ts';
 import { type Database, type Db, inTransaction } from '../database.ts';
 import { toServiceError } from '../database-errors.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lockIds } from '../row-locks.ts';
+import { namedTableRefusal } from './table-names.ts';
 import { type AttrSpec, type Attrs, type Item, type ResourceSpec, SYSTEM_ATTRS, type WriteContext } from './resource-spec.ts';
 
 const OPERATORS = {
@@ -56,11 +59,11 @@ export class ResourceStore {
 
   // ---- reading ----
 
-  /** A page of items; `only`: among these ids alone (the tables a limited key covers). */
-  async list(q: ResourceListQuery, only?: readonly string[]): Promise<{ items: Item[]; nextOffset: number | null }> {
+  /** A page of items; `tables`: only the items of these tables, and of none (a key limited to them, CONTRACT §12; the spec's `tableRef`). */
+  async list(q: ResourceListQuery, tables?: readonly string[]): Promise<{ items: Item[]; nextOffset: number | null }> {
     const { db } = this.database;
     let query = db.selectFrom(this.spec.table).select(this.columns);
-    if (only) query = only.length === 0 ? query.where(sql<SqlBool>`1 = 0`) : query.where('id', 'in', [...only]);
+    if (tables) query = query.where(this.ofTables(tables));
     if (q.filter) {
       const filter = q.filter;
       query = query.where((eb) => this.compileFilter(eb, filter));
@@ -74,6 +77,35 @@ export class ResourceStore {
     const items = rows.slice(0, q.limit).map((r) => this.decode(r));
     await this.complete(db, items, q.relations);
     return { items, nextOffset: more ? q.offset + q.limit : null };
+  }
+
+  /** Whether an item belongs to one of `tables`, or to none: SQL over the spec's `tableRef`. */
+  private ofTables(tables: readonly string[]): RawBuilder<SqlBool> {
+    const ref = this.spec.tableRef;
+    if (!ref) throw new Error(`${this.spec.name} names no table (tableRef): it cannot be limited to some`);
+    if (ref.list) return this.dialect.jsonListWithin(ref.column, tables);
+    const table = ref.path ? this.dialect.jsonTextAt(ref.column, ref.path) : sql.ref(ref.column);
+    const among = tables.length === 0 ? sql`1 = 0` : sql`${table} in (${sql.join([...tables])})`;
+    return sql<SqlBool>`(${table} is null or ${among})`;
+  }
+
+  /** The ids of the tables an item belongs to (the spec's `tableRef`; "*": every table); none when it names none. */
+  tablesOf(item: Item): string[] {
+    const ref = this.spec.tableRef;
+    if (!ref) return [];
+    let v: unknown = item[ref.column];
+    for (const key of ref.path ?? []) v = isObject(v) ? v[key] : undefined;
+    const ids = ref.list && Array.isArray(v) ? v : [v];
+    return ids.filter((id): id is string => typeof id === 'string');
+  }
+
+  /** The 403 of a key that may not use `scope` on the item's tables (CONTRACT §12), naming the first it lacks; null when it may, or the item names none. */
+  async tableRefusal(item: Item, grant: Grant, scope: Scope): Promise<ServiceError | null> {
+    for (const id of this.tablesOf(item)) {
+      const refused = id === ALL ? refusal(grant, [{ scopes: [scope], everyTable: true }]) : await namedTableRefusal(this.database.db, grant, scope, id);
+      if (refused) return refused;
+    }
+    return null;
   }
 
   /** The id a URL reference names: the reference itself, or what the resource resolves it to. */

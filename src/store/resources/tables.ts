@@ -215,6 +215,8 @@ export function tablesSpec(dialect: Dialect, { files, changes }: TableDeletion =
     name: 'tables',
     table: 'rh_tables',
     label: 'table',
+    // A key limited to some tables sees only them (CONTRACT §12).
+    tableRef: { column: 'id' },
     attrs: {
       code: { type: 'text', schema: { type: 'string', pattern: TABLE_CODE }, nullable: true, default: () => null },
       name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },

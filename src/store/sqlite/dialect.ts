@@ -50,6 +50,9 @@ export const sqliteDialect: Dialect = {
     if (typeof value === 'number') return sql<SqlBool>`exists (${element} where e.type in ('integer', 'real') and e.value = ${value})`;
     return sql<SqlBool>`exists (${element} where e.type = 'text' and e.value = ${value})`;
   },
+  jsonListWithin: (column, values) =>
+    sql<SqlBool>`not exists (select 1 from json_each(${sql.ref(column)}) as e where ${values.length === 0 ? sql`1 = 1` : sql`e.value not in (${sql.join([...values])})`})`,
+  jsonTextAt: (column, path) => sql<string | null>`json_extract(${sql.ref(column)}, ${`$${path.map((key) => `.${JSON.stringify(key)}`).join('')}`})`,
   // The connection replaces SQLite's ASCII-only lower() with a Unicode one (connection.ts).
   lower: (expr) => sql<string>`lower(${expr})`,
   nextTimestamp: (column, now) =>
