@@ -93,11 +93,12 @@ export interface OffsetSpan {
 }
 
 /**
- * How far apart the offset is read when looking for its changes. A change and its undoing within
- * one step would go unseen: SCAN_CHECK below measured the shortest stretch between two changes in
- * every zone of the runtime's data from 1900 to 2100.
+ * How far apart the offset is read when looking for its changes: a change and its undoing within
+ * one step would go unseen. The shortest span between two changes of any zone of the runtime's
+ * data from 1900 to 2100, read every day and bisected, is 6.96 days (America/Boa_Vista's summer
+ * time of October 2000, and Gaza's and Hebron's projected rules); no day held two changes.
  */
-const SCAN_STEP = 7 * 86_400_000;
+const SCAN_STEP = 3 * 86_400_000;
 const spans = new Map<string, OffsetSpan[]>();
 
 /**
