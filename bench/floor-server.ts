@@ -73,7 +73,7 @@ const linkedSome = link
 /**
  * Aggregates (bench/aggregates.ts), hand-written GROUP BYs. The Tokyo month takes a fixed +09:00
  * offset: Asia/Tokyo has had no daylight-saving time since 1951, so it is exact for the dataset's
- * dates (the service looks the zone up per row instead, as it must for any zone).
+ * dates (the service picks the offset per row among the zone's changes, as it must for any zone).
  */
 const perStatus = c.status ? db.prepare(`select ${c.status} as status, count(*) as count from ${t} group by 1 order by 1`) : null;
 const tokyoMonths = c.dueAt ? db.prepare(`select strftime('%Y-%m', ${c.dueAt}, '+9 hours') as month, sum(${c.amount}) as amount from ${t} group by 1 order by 1`) : null;

@@ -19,13 +19,18 @@ export interface LoadRequest {
   moreHeaders?: () => Record<string, string>;
 }
 
-/** Sends requests from `connections` connections (10 unless given) for `seconds` and reports throughput and latency (ms). */
-export async function load(base: string, req: LoadRequest, seconds: number, connections = 10): Promise<Load> {
+/**
+ * Sends requests from `connections` connections (10 unless given) for `seconds` and reports
+ * throughput and latency (ms). A request unanswered after `timeout` seconds (10 unless given) counts
+ * as an error: slow queries (aggregates over millions of rows) need more.
+ */
+export async function load(base: string, req: LoadRequest, seconds: number, connections = 10, timeout = 10): Promise<Load> {
   const headers = { 'content-type': 'application/json', ...req.headers };
   const result = await autocannon({
     url: base,
     connections,
     duration: seconds,
+    timeout,
     requests: [
       {
         method: req.method ?? 'GET',

@@ -1,7 +1,6 @@
 import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, type Driver, SqliteDialect } from 'kysely';
-import { localDateTime } from '../../domain/time-zones.ts';
-import { LOCAL_TIME_FUNCTION } from './aggregate-sql.ts';
+import { ZONE_SHIFT_FUNCTION, zoneShiftAt } from './aggregate-sql.ts';
 
 /** What every connection needs for SQLite to answer as PostgreSQL does. */
 export function sameSemantics(conn: SqliteDatabase.Database): void {
@@ -10,8 +9,8 @@ export function sameSemantics(conn: SqliteDatabase.Database): void {
   conn.pragma('case_sensitive_like = ON');
   // SQLite's lower() folds ASCII only; PostgreSQL's folds every letter. Make iLike agree.
   conn.function('lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
-  // SQLite has no time-zone data: a date-time's wall-clock time in an IANA zone, for aggregates' buckets (aggregate-sql.ts).
-  conn.function(LOCAL_TIME_FUNCTION, { deterministic: true }, (instant: unknown, zone: unknown) => localDateTime(instant, zone));
+  // SQLite has no time-zone data: a zone's offset at an instant outside the years aggregates' statements carry (aggregate-sql.ts).
+  conn.function(ZONE_SHIFT_FUNCTION, { deterministic: true }, (instant: unknown, zone: unknown) => zoneShiftAt(instant, zone));
 }
 
 /**
