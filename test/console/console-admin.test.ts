@@ -106,6 +106,9 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await dialog.getByLabel('Key name').fill('Reader');
     await dialog.getByRole('checkbox', { name: /^rows:read / }).check();
     await dialog.getByRole('checkbox', { name: /^schema:read / }).check();
+    const tables = dialog.getByRole('group', { name: 'Tables' });
+    await tables.getByLabel('Every table').uncheck();
+    await tables.getByRole('checkbox', { name: 'Notes notes' }).check();
     await dialog.getByLabel('Requests').fill('100');
     await dialog.getByLabel('Per seconds').fill('60');
     await assertAccessible(page, 'the new API key dialog');
@@ -122,11 +125,12 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await shown.getByRole('button', { name: 'Done' }).click();
     await itemRow('Reader').waitFor();
     assert.equal(await page.getByLabel('The new API key').count(), 0, 'gone once closed');
-    assert.match(await itemRow('Reader').innerText(), /rows:read, schema:read\s+every table\s+100 per 60 s\s+active/);
+    assert.match(await itemRow('Reader').innerText(), /rows:read, schema:read\s+notes\s+100 per 60 s\s+active/);
 
     const keys = (await api('/api/api-keys')).data as any[];
     const reader = keys.find((k) => k.name === 'Reader');
-    assert.deepEqual([reader.scopes, reader.tables, reader.rateLimit, reader.prefix], [['rows:read', 'schema:read'], ['*'], { requests: 100, perSeconds: 60 }, readerKey.slice(0, 8)]);
+    const notes = (await api('/api/tables/notes')).id;
+    assert.deepEqual([reader.scopes, reader.tables, reader.rateLimit, reader.prefix], [['rows:read', 'schema:read'], [notes], { requests: 100, perSeconds: 60 }, readerKey.slice(0, 8)]);
     await assertNotLeaked(readerKey);
     assert.deepEqual(await page.evaluate(() => Object.values(sessionStorage)), [TEST_KEY], 'the new key is not kept');
   });
@@ -158,6 +162,7 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     const may = await yours.innerText();
     assert.match(may, /rows:read: read rows/);
     assert.match(may, /schema:read: see tables/);
+    assert.match(may, /Tables\s+notes\n/);
     assert.doesNotMatch(may, /rows:update|keys:manage/);
     const create = page.getByRole('button', { name: 'New API key' });
     assert.equal(await create.isDisabled(), true);

@@ -1,6 +1,6 @@
 import { useId, useState } from 'react';
 import type { Api, Table } from '../api.ts';
-import { type ApiKey, SCOPES, can, lacks, refreshMe } from './access.ts';
+import { type ApiKey, can, lacks, refreshMe } from './access.ts';
 import { DeleteDialog, type FormProps, FormShell, type ResourceKind, ResourceScreen, when } from './ResourceScreen.tsx';
 import { saveItem, tableLabel, useTables } from './resources.ts';
 
@@ -15,6 +15,24 @@ function state(k: ApiKey): string {
   if (k.expiresAt && Date.parse(k.expiresAt) <= now) return 'expired';
   return 'active';
 }
+
+/** Each scope and what it allows, in the words of docs/api.md (here, not in access.ts: the navigation's script needs none of it). */
+const SCOPES: readonly (readonly [string, string])[] = [
+  ['*', 'everything'],
+  ['rows:read', 'read rows, their history and aggregates; follow changes'],
+  ['rows:create', 'create rows'],
+  ['rows:update', 'change rows'],
+  ['rows:delete', 'delete rows'],
+  ['rows:export', 'export rows'],
+  ['rows:import', 'import rows (with the write scopes of the import’s mode)'],
+  ['schema:read', 'see tables and their fields'],
+  ['schema:write', 'create, change and delete tables (with every table only)'],
+  ['flows:read', 'see flows and their deliveries'],
+  ['flows:write', 'create, change and delete flows; retry deliveries'],
+  ['resources:read', 'see environment variables and members'],
+  ['resources:write', 'create, change and delete environment variables and members'],
+  ['keys:manage', 'see, create, change and revoke API keys'],
+];
 
 const scopesText = (k: ApiKey) => k.scopes.join(', ');
 const tablesText = (tables: Table[] | null | undefined, k: ApiKey) => k.tables.map((t) => tableLabel(tables, t)).join(', ');

@@ -35,24 +35,6 @@ export interface ApiKey extends Item {
   key?: string;
 }
 
-/** Each scope and what it allows, in the words of docs/api.md. */
-export const SCOPES: readonly (readonly [string, string])[] = [
-  ['*', 'everything'],
-  ['rows:read', 'read rows, their history and aggregates; follow changes'],
-  ['rows:create', 'create rows'],
-  ['rows:update', 'change rows'],
-  ['rows:delete', 'delete rows'],
-  ['rows:export', 'export rows'],
-  ['rows:import', 'import rows (with the write scopes of the import’s mode)'],
-  ['schema:read', 'see tables and their fields'],
-  ['schema:write', 'create, change and delete tables (with every table only)'],
-  ['flows:read', 'see flows and their deliveries'],
-  ['flows:write', 'create, change and delete flows; retry deliveries'],
-  ['resources:read', 'see environment variables and members'],
-  ['resources:write', 'create, change and delete environment variables and members'],
-  ['keys:manage', 'see, create, change and revoke API keys'],
-];
-
 export const can = (me: ApiKey | null, scope: string): boolean => me !== null && (me.scopes.includes('*') || me.scopes.includes(scope));
 
 export const lacks = (scope: string) => `Your key lacks ${scope}.`;
