@@ -1,10 +1,15 @@
-import { useMemo, useState } from 'react';
+import { Suspense, lazy, useMemo, useState } from 'react';
+import { AdminNav } from './admin/AdminNav.tsx';
+import { adminPlace } from './admin/place.ts';
 import { Api } from './api.ts';
 import { GridScreen } from './grid/GridScreen.tsx';
 import { go, usePlace } from './location.ts';
 import { session } from './session.ts';
 import { SignIn } from './SignIn.tsx';
 import { TablesScreen } from './tables/TablesScreen.tsx';
+
+// The administration's screens: a script of their own, fetched when one is opened.
+const AdminScreen = lazy(() => import('./admin/AdminScreen.tsx').then((m) => ({ default: m.AdminScreen })));
 
 /**
  * The console: signed out, the sign-in form; signed in, the tables or one table's grid, as the URL
@@ -15,6 +20,7 @@ import { TablesScreen } from './tables/TablesScreen.tsx';
 export function App() {
   const [key, setKey] = useState(session.key);
   const place = usePlace();
+  const admin = adminPlace(); // read at each render, which a move (usePlace) causes
   const api = useMemo(() => (key ? new Api(key) : null), [key]);
 
   if (!api) {
@@ -38,14 +44,19 @@ export function App() {
           Rowhouse console
         </a>
         <nav aria-label="Console">
-          <a href="console" onClick={(e) => { e.preventDefault(); go({ table: null, filter: null, sort: null }); }} aria-current={place.table ? undefined : 'page'}>
+          <a href="console" onClick={(e) => { e.preventDefault(); go({ table: null, filter: null, sort: null }); }} aria-current={place.table || admin.screen ? undefined : 'page'}>
             Tables
           </a>
+          <AdminNav api={api} current={admin.screen} onSignedOut={signOut} />
         </nav>
         <button type="button" onClick={signOut}>Sign out</button>
       </header>
       <main>
-        {place.table ? <GridScreen key={place.table} api={api} place={place} onSignedOut={signOut} /> : <TablesScreen api={api} onSignedOut={signOut} />}
+        {admin.screen ? (
+          <Suspense fallback={<p role="status">Loading…</p>}>
+            <AdminScreen api={api} place={admin} onSignedOut={signOut} />
+          </Suspense>
+        ) : place.table ? <GridScreen key={place.table} api={api} place={place} onSignedOut={signOut} /> : <TablesScreen api={api} onSignedOut={signOut} />}
       </main>
     </>
   );

@@ -79,9 +79,9 @@ export class Api {
     return parsed as T;
   }
 
-  /** Whether the key is accepted: one cheap read. */
+  /** Whether the key is accepted: its own record, which any valid key may read (CONTRACT §12), whatever its scopes. */
   async check(): Promise<void> {
-    await this.request('GET', '/api/tables?paging=' + encodeURIComponent(JSON.stringify({ limit: 1 })));
+    await this.request('GET', '/api/api-keys/me');
   }
 
   async tables(): Promise<Table[]> {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { type Browser, type Page, chromium } from 'playwright-core';
-import { TEST_KEY, type TestApp, startApp } from '../support/harness.ts';
+import { type AppOptions, TEST_KEY, type TestApp, startApp } from '../support/harness.ts';
 import { freshConsoleBuild } from './console-build.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
@@ -25,11 +25,11 @@ export interface ConsoleSession {
   close(): Promise<void>;
 }
 
-/** The service on SQLite, listening, its console built, and one headless Chromium. */
-export async function startConsole(): Promise<ConsoleSession> {
+/** The service on SQLite (with these settings and app options), listening, its console built, and one headless Chromium. */
+export async function startConsole(env: Record<string, string> = {}, options: AppOptions = {}): Promise<ConsoleSession> {
   assert.ok(fs.existsSync(CHROMIUM), MISSING);
   await freshConsoleBuild();
-  const t = await startApp('sqlite');
+  const t = await startApp('sqlite', env, options);
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   // No sandbox: the tests may run as root (CI), where Chromium's sandbox cannot start.
