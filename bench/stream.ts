@@ -15,8 +15,9 @@
 //   only the writer's side adds (requests queued on its connections when the machine is busy).
 // - from `sentAt` to the arrival: end to end, the same plus the request's way to the service. The
 //   write's own latency (answer less send) is printed beside them.
-// (The write's answer time would be a lower bound: the service wakes the streams once the commit
-// is done, before it writes the answer, so events often arrive before it.)
+// - from the write's answer to the arrival, at the first stream of each client thread: a lower
+//   bound (the service wakes the streams once the commit is done, before it writes the answer, so
+//   events often arrive first: they count as 0). The true figure lies between the two bounds.
 //
 // The clients run in worker threads (BENCH_STREAM_WORKERS, default the machine's cores, at most
 // 4), each with an http.Agent allowing all of its sockets, so that parsing a million events a
@@ -52,6 +53,8 @@ interface ClientSetup {
   streams: number;
   t0: number;
   thirdMs: number;
+  /** How many writes at most (the rows' ids count from 0). */
+  writes: number;
 }
 
 interface ClientReport {
@@ -67,6 +70,8 @@ interface ClientReport {
   ended: number;
   /** Events without a sentAt (not the bench's). */
   unstamped: number;
+  /** Latency from the write's answer, for the first stream of the worker: a lower bound. */
+  fromAnswer: Uint32Array;
 }
 
 if (!isMainThread) await runClients(workerData as ClientSetup);
@@ -80,7 +85,10 @@ async function runClients(setup: ClientSetup): Promise<void> {
   const fromCommit = [0, 1, 2].map(() => new Uint32Array(BUCKETS));
   const counts = new Array<number>(setup.streams).fill(0);
   const lastIds = new Array<number>(setup.streams).fill(0);
-  const report: ClientReport = { histograms, fromCommit, events: 0, counts, disordered: 0, ended: 0, unstamped: 0 };
+  const fromAnswer = new Uint32Array(BUCKETS);
+  const report: ClientReport = { histograms, fromCommit, events: 0, counts, disordered: 0, ended: 0, unstamped: 0, fromAnswer };
+  /** When each change arrived at the first stream, by the row's number (its id's last 12 hex digits, less one). */
+  const firstArrivals = new Float64Array(setup.writes).fill(NaN);
   const disordered = new Set<number>();
   const requests: http.ClientRequest[] = [];
   let expected = Infinity;
@@ -122,6 +130,11 @@ async function runClients(setup: ClientSetup): Promise<void> {
                 histograms[third][bucket(at - sent)]++;
                 const o = text.indexOf('"occurredAt":"', s);
                 fromCommit[third][bucket(at + setup.t0 - Date.parse(text.slice(o + 14, o + 38)))]++;
+                if (i === 0) {
+                  const r = text.indexOf('"rowId":"', pos);
+                  const row = parseInt(text.slice(r + 9 + 24, r + 9 + 36), 16) - 1;
+                  if (row >= 0 && row < firstArrivals.length) firstArrivals[row] = at;
+                }
               }
             } else if (!opened && text.slice(pos, end).includes(': open')) {
               opened = true;
@@ -143,7 +156,7 @@ async function runClients(setup: ClientSetup): Promise<void> {
   // Opened 50 at a time (the server's listen backlog is 511).
   for (let i = 0; i < setup.streams; i += 50) await Promise.all(Array.from({ length: Math.min(50, setup.streams - i) }, (_, k) => open(i + k)));
   port.postMessage({ type: 'open' });
-  port.on('message', (m: { type: 'shift'; shift: number } | { type: 'expect'; rows: number; waitMs: number }) => {
+  port.on('message', (m: { type: 'shift'; shift: number } | { type: 'expect'; rows: number; waitMs: number; answeredAt: Float64Array }) => {
     if (m.type === 'shift') {
       shift = m.shift;
       return;
@@ -154,9 +167,12 @@ async function runClients(setup: ClientSetup): Promise<void> {
     void finished.then(() => {
       clearTimeout(timer);
       report.disordered = disordered.size;
+      for (let row = 0; row < firstArrivals.length; row++) {
+        if (!Number.isNaN(firstArrivals[row]) && !Number.isNaN(m.answeredAt[row])) fromAnswer[bucket(firstArrivals[row] - m.answeredAt[row])]++;
+      }
       for (const r of requests) r.destroy();
       agent.destroy();
-      port.postMessage({ type: 'report', report }, [...histograms, ...fromCommit].map((h) => h.buffer as ArrayBuffer));
+      port.postMessage({ type: 'report', report }, [...histograms, ...fromCommit, fromAnswer].map((h) => h.buffer as ArrayBuffer));
     });
   });
 }
@@ -189,7 +205,7 @@ async function main(): Promise<void> {
     const opened: Promise<void>[] = [];
     for (let w = 0; w < WORKERS; w++) {
       const streams = Math.floor(STREAMS / WORKERS) + (w < STREAMS % WORKERS ? 1 : 0);
-      const worker = new Worker(WORKER_BOOT, { eval: true, workerData: { base: service.url, key: BENCH_KEY, table: 'bench', streams, t0, thirdMs } satisfies ClientSetup });
+      const worker = new Worker(WORKER_BOOT, { eval: true, workerData: { base: service.url, key: BENCH_KEY, table: 'bench', streams, t0, thirdMs, writes: RATE * SECONDS } satisfies ClientSetup });
       workers.push(worker);
       opened.push(new Promise((resolve, reject) => {
         worker.once('error', reject);
@@ -208,6 +224,8 @@ async function main(): Promise<void> {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
     const url = new URL(`${service.url}/api/tables/bench/rows`);
     const writeMs: number[] = [];
+    /** When each write was answered (ms after t0), by its row's number. */
+    const answeredAt = new Float64Array(RATE * SECONDS).fill(NaN);
     let sent = 0;
     let answered = 0;
     let failed = 0;
@@ -224,6 +242,7 @@ async function main(): Promise<void> {
           inFlight--;
           if (res.statusCode === 201) {
             answered++;
+            answeredAt[i] = now() - t0;
             writeMs.push(now() - t0 - sentAt);
           } else failed++;
         });
@@ -268,7 +287,7 @@ async function main(): Promise<void> {
     agent.destroy();
 
     // Every stream should have every write: the clients report once they have, or after 30 s.
-    for (const w of workers) w.postMessage({ type: 'expect', rows: answered, waitMs: 30_000 });
+    for (const w of workers) w.postMessage({ type: 'expect', rows: answered, waitMs: 30_000, answeredAt });
     const all = await Promise.all(reports);
     /** The workers' histograms of one kind added up: per third, and the whole run. */
     const addUp = (pick: (r: ClientReport) => Uint32Array[]) => {
@@ -317,6 +336,10 @@ async function main(): Promise<void> {
       line('whole run', h.whole, true);
       h.thirds.forEach((t, k) => line(`third ${k + 1}`, t));
     }
+    const answerSide = new Uint32Array(BUCKETS);
+    for (const r of all) for (let b = 0; b < BUCKETS; b++) answerSide[b] += r.fromAnswer[b];
+    console.log(`latency from the write's answer (a lower bound: events arriving before the answer count as 0) to the arrival at each client thread's first stream, ms:`);
+    line('whole run', answerSide, true);
     console.log(`the write's own latency (answer less send), ms: p50 ${wq(0.5).toFixed(1)}, p99 ${wq(0.99).toFixed(1)}`);
     console.log(`service CPU: ${((cpu / (writeSeconds * 1000)) * 100).toFixed(0)}% of a core over the writes`);
     console.log(`service memory (MiB, mean of the samples): RSS first third ${rssFirst.toFixed(0)}, last third ${rssLast.toFixed(0)}; RssAnon first ${anonFirst.toFixed(0)}, last ${anonLast.toFixed(0)}; peak RSS ${Math.max(...samples.map((s) => s.rss)).toFixed(0)}`);
