@@ -8,7 +8,7 @@ import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
 import { planChangeStream } from '../plan/change-plans.ts';
-import type { ChangeStreams } from '../stream/change-streams.ts';
+import { type ChangeStreams, WRITE_HIGH_WATER } from '../stream/change-streams.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { tableOr404 } from '../store/execute.ts';
 import { changesGone } from './changes-routes.ts';
@@ -43,12 +43,16 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   const db = deps.rows.database.db;
   const purged = await deps.log.purgedThrough(db, table.id);
   if (q.after !== undefined && q.after < purged) throw changesGone(q.after, purged);
-  const plan = planChangeStream(table, q, keyId, q.after ?? (await deps.log.startingPoint(db, table.id)));
-  const body = new PassThrough();
+  // Where a stream without a cursor starts; also where the table's reader starts, if this is its first stream.
+  const start = await deps.log.startingPoint(db, table.id);
+  const plan = planChangeStream(table, q, keyId, q.after ?? start);
+  // Once it holds WRITE_HIGH_WATER bytes, its stream is sent no more until it has passed them on (change-streams.ts).
+  const body = new PassThrough({ writableHighWaterMark: WRITE_HIGH_WATER });
   const raw = reply.raw;
   deps.streams.open(
     plan,
     { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
+    start,
   );
   // The client has gone (or the answer is over): the stream stops.
   raw.once('close', () => body.destroy());

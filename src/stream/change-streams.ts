@@ -5,27 +5,36 @@ import { matchesRowFilter } from '../domain/row-filter-match.ts';
 import type { RowRecord } from '../domain/row.ts';
 import { changeJson } from '../render/change-json.ts';
 import { rowEntriesBefore } from '../store/change-history.ts';
-import type { ChangeLog } from '../store/change-log.ts';
+import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
 import type { Meta } from '../store/meta-schema.ts';
 
 /**
  * The change streams of one instance (issue 31, CONTRACT §14): each open stream sends its table's
- * change log from its position on, as Server-Sent Events. Every stream reads the log itself, by the
- * query the feed pages with (ChangeLog.read), so a stream and the feed see the same changes in the
- * same order, and a client that resumes from the last id it got misses and repeats nothing; there is
- * no second, in-memory path that could disagree with the log. What the instance keeps is only when
- * to look:
+ * change log from its position on, as Server-Sent Events. Everything a stream sends was read from
+ * the log by the query the feed pages with (entriesAfter, up to what a reader may pass:
+ * ChangeLog.readableThrough), so a stream and the feed see the same changes in the same order, and
+ * a client that resumes from the last id it got misses and repeats nothing; there is no second,
+ * in-memory path that could disagree with the log. How the reads are shared:
  *
- * - woken when this instance commits entries of a table (ChangeLog.committed), and when another
- *   instance says it did (Database.changeSignals: PostgreSQL's NOTIFY); and every second anyway
- *   (twice a second while the signals from other instances are not heard), so a lost signal costs
- *   at most that;
- * - streams of a table at the same position share one read (`reads`): a thousand streams of a
- *   table woken by one commit make one query, and each change's event text is made once;
- * - a stream writes no more while its client has not taken what it was sent (`write` false): the
- *   log is the buffer, so a slow client holds at most a batch and the socket's buffers. One that
- *   takes nothing for `stallMs` is cut off; it resumes from its last id.
+ * - each table with streams has one reader (`follow`) at a position, its `tail`: woken, it reads
+ *   the entries after the tail (a batch at a time) and hands each batch to every stream of the
+ *   table standing at the tail (`live`). A thousand live streams woken by a commit cost one read,
+ *   and each batch's event text is made once, as buffers every unfiltered stream writes as they
+ *   are; streams with the same filter share the changes it keeps. It reads at most every ROUND_MS
+ *   (unless behind): a table written a thousand times a second is read a hundred times, each read
+ *   taking what committed since the last, and each stream is written once per read;
+ * - a stream behind the tail (one resuming from an id, one whose client held it back) catches up
+ *   on its own, reading the log from its position up to the tail (reads of streams at one position
+ *   shared), and joins the live ones when it stands at the tail;
+ * - the reader is woken when this instance commits entries of the table (ChangeLog.committed), and
+ *   when another instance says it did (Database.changeSignals: PostgreSQL's NOTIFY); and every
+ *   second anyway (twice a second while the signals from other instances are not heard), so a
+ *   lost signal costs at most that;
+ * - a stream is sent no more while its client has not taken what it was sent (its body full): it
+ *   leaves the live ones, and once its client has taken it, catches up from the log, which is the
+ *   buffer: a slow client holds at most one read (BATCH changes), the body's buffer and the
+ *   socket's. One that takes nothing for `stallMs` is cut off; it resumes from its last id.
  * - the keys of open streams are looked at every TICK_MS: a key revoked, expired or deleted ends
  *   its streams within a second (on another instance too: the metadata version moves by NOTIFY);
  * - a comment line every `heartbeatMs` of silence; `close()` (server shutdown) ends every stream, and
@@ -34,6 +43,21 @@ import type { Meta } from '../store/meta-schema.ts';
 
 /** Changes read at a time. */
 const BATCH = 100;
+/** The most bytes of events written to a stream at once (more when one change is larger). */
+const CHUNK_BYTES = 16 * 1024;
+/**
+ * What the response body takes before it says to wait (change-stream-routes.ts): a stream is sent
+ * a whole read, and is sent the next only once its body is below this again.
+ */
+export const WRITE_HIGH_WATER = 64 * 1024;
+/**
+ * The shortest time between two reads of a table's reader (unless it is behind): under a steady
+ * stream of writes each read takes what committed in that time, and each live stream is written
+ * once per read, not once per commit. A wake after a quiet spell reads at once.
+ */
+const ROUND_MS = 10;
+/** How long a stream catching up waits when the log holds nothing it may pass yet. */
+const WAIT_MS = 50;
 /** How often keys, heartbeats and the looks below are seen to. */
 const TICK_MS = 250;
 /**
@@ -56,9 +80,33 @@ interface Entry {
   sequence: number;
   change: Meta['rh_changes'];
   frame: string;
+  bytes: number;
   after?: RowRecord | null;
   /** The row before this change: null when it did not exist, undefined when the log no longer says. */
   before?: Promise<RowRecord | null | undefined>;
+}
+
+/**
+ * Consecutive entries as one write: those numbered after `after` through `last`, and the text of
+ * those a stream's filter keeps (`data`; null when it keeps none of them).
+ */
+interface Chunk {
+  after: number;
+  last: number;
+  entries: Entry[];
+  kept: boolean[] | null;
+  data: Buffer | null;
+}
+
+/** A read of the log: its entries after `after`, through `through` (all of them when fewer than BATCH). */
+interface Read {
+  after: number;
+  entries: Entry[];
+  through: number;
+  /** Its chunks for the streams without a filter, made once however many send them. */
+  plain?: Chunk[];
+  /** …and by the filter that keeps them. */
+  filtered: Map<string, Promise<Chunk[]>>;
 }
 
 /** Where a stream's events go: the response body, with what the HTTP layer knows of its socket. */
@@ -71,24 +119,53 @@ export interface StreamOutput {
 }
 
 class Stream {
-  pumping = false;
-  again = false;
+  /** Sent what its table's reader hands it (live), reading the log on its own (catching up), or waiting for its client (held). */
+  mode: 'live' | 'catching' | 'held' = 'catching';
   closed = false;
   waiting = false;
-  /** Its table is gone: the stream ends once it has sent what the log holds (the table's last deletes). */
-  tableGone = false;
   lastWrite = Date.now();
+  /** What its filter is known by among the table's streams ('': no filter). */
+  readonly filterKey: string;
 
   constructor(
     readonly plan: ChangeStreamPlan,
     readonly out: StreamOutput,
     public position: number,
-  ) {}
-
-  write(text: string): boolean {
-    this.lastWrite = Date.now();
-    return this.out.body.write(text);
+  ) {
+    this.filterKey = plan.filter === null ? '' : JSON.stringify(plan.filter);
   }
+
+  write(data: string | Buffer): boolean {
+    this.lastWrite = Date.now();
+    return this.out.body.write(data);
+  }
+}
+
+/** The streams of one table, and its reader. */
+class TableStreams {
+  readonly all = new Set<Stream>();
+  /** The streams standing at the tail: the reader hands them what it reads. */
+  readonly live = new Set<Stream>();
+  reading = false;
+  /** Woken while reading: it reads again. */
+  dirty = false;
+  /** When the reader last read (performance.now()). */
+  lastRead = 0;
+  /** The table was found deleted: its streams end once they have sent what the log holds. */
+  gone = false;
+  /** …and the reader has read it all and ended its live streams. */
+  finished = false;
+  /** Reads of streams catching up, by position. */
+  readonly reads = new Map<number, Promise<Read>>();
+
+  constructor(
+    readonly id: string,
+    /**
+     * How far the reader has read: the log holds no entry at or below it still to commit. It starts
+     * where a stream without a cursor would (ChangeLog.startingPoint), when the table's first stream opens.
+     */
+    public tail: number,
+  ) {}
 }
 
 interface KeyState {
@@ -97,9 +174,7 @@ interface KeyState {
 }
 
 export class ChangeStreams {
-  private readonly byTable = new Map<string, Set<Stream>>();
-  /** Reads under way, by table and position. */
-  private readonly reads = new Map<string, Map<number, Promise<Entry[]>>>();
+  private readonly tables = new Map<string, TableStreams>();
   private readonly keys = new Map<string, KeyState | null>();
   private keysVersion: number | undefined;
   private ticker: NodeJS.Timeout | undefined;
@@ -120,42 +195,51 @@ export class ChangeStreams {
     this.stopHearing = database.changeSignals.listen((tableId) => (tableId === null ? this.wakeAll() : this.wake(tableId)));
   }
 
-  /** Streams open now (of a table, or of all), and the most bytes one of them holds unsent (tests watch it). */
-  stats(tableId?: string): { open: number; mostBuffered: number } {
-    let open = 0;
-    let mostBuffered = 0;
-    for (const [id, streams] of this.byTable) {
+  /**
+   * Streams open now (of a table, or of all): how many, how many are sent what their table's reader
+   * reads (live) and how many wait for their client (held), and the most bytes one of them holds
+   * unsent (tests watch them).
+   */
+  stats(tableId?: string): { open: number; live: number; held: number; mostBuffered: number } {
+    const stats = { open: 0, live: 0, held: 0, mostBuffered: 0 };
+    for (const [id, table] of this.tables) {
       if (tableId !== undefined && id !== tableId) continue;
-      for (const s of streams) {
-        open++;
-        mostBuffered = Math.max(mostBuffered, s.out.buffered());
+      for (const s of table.all) {
+        stats.open++;
+        if (s.mode === 'live') stats.live++;
+        if (s.mode === 'held') stats.held++;
+        stats.mostBuffered = Math.max(stats.mostBuffered, s.out.buffered());
       }
     }
-    return { open, mostBuffered };
+    return stats;
   }
 
-  /** Starts a stream: its first lines, then the changes after `plan.position`. */
-  open(plan: ChangeStreamPlan, out: StreamOutput): void {
+  /**
+   * Starts a stream: its first lines, then the changes after `plan.position`. `start` is where a
+   * stream without a cursor would start now (ChangeLog.startingPoint, asked for by the route before
+   * it answers): the table's reader starts there when this is its first stream.
+   */
+  open(plan: ChangeStreamPlan, out: StreamOutput, start: number): void {
     const stream = new Stream(plan, out, plan.position);
     if (this.closing) {
       out.body.end();
       return;
     }
-    let streams = this.byTable.get(plan.tableId);
-    if (!streams) this.byTable.set(plan.tableId, (streams = new Set()));
-    streams.add(stream);
+    let table = this.tables.get(plan.tableId);
+    if (!table) this.tables.set(plan.tableId, (table = new TableStreams(plan.tableId, start)));
+    table.all.add(stream);
     out.body.once('close', () => this.forget(stream));
     // A browser's EventSource waits 1 s before it reconnects; the comment sends the headers at once.
     stream.write('retry: 1000\n: open\n\n');
     this.ticker ??= setInterval(() => this.tick(), TICK_MS).unref();
-    void this.pump(stream);
+    void this.catchUp(table, stream);
   }
 
   /** Ends every stream (the server stops) and stops waking. */
   close(): void {
     this.closing = true;
-    for (const streams of this.byTable.values()) for (const s of streams) this.end(s);
-    this.byTable.clear();
+    for (const table of this.tables.values()) for (const s of table.all) this.end(s);
+    this.tables.clear();
     clearInterval(this.ticker);
     this.ticker = undefined;
     this.log.committed.off('table', this.onCommit);
@@ -172,11 +256,12 @@ export class ChangeStreams {
 
   private forget(stream: Stream): void {
     stream.closed = true;
-    const streams = this.byTable.get(stream.plan.tableId);
-    if (!streams) return;
-    streams.delete(stream);
-    if (streams.size === 0) this.byTable.delete(stream.plan.tableId);
-    if (this.byTable.size === 0 && this.ticker) {
+    const table = this.tables.get(stream.plan.tableId);
+    if (!table) return;
+    table.all.delete(stream);
+    table.live.delete(stream);
+    if (table.all.size === 0) this.tables.delete(table.id);
+    if (this.tables.size === 0 && this.ticker) {
       clearInterval(this.ticker);
       this.ticker = undefined;
       this.keys.clear();
@@ -184,52 +269,192 @@ export class ChangeStreams {
   }
 
   private wake(tableId: string): void {
-    // A read under way may have begun before what woke the streams: those woken read anew.
-    this.reads.delete(tableId);
-    const streams = this.byTable.get(tableId);
-    if (streams) for (const s of streams) void this.pump(s);
+    const table = this.tables.get(tableId);
+    if (table) void this.follow(table);
   }
 
   private wakeAll(): void {
-    for (const tableId of [...this.byTable.keys()]) this.wake(tableId);
+    for (const table of [...this.tables.values()]) void this.follow(table);
   }
 
-  /** Sends the stream what the log holds after its position, until it holds no more; a wake meanwhile makes it look again. */
-  private async pump(stream: Stream): Promise<void> {
-    if (stream.pumping) {
-      stream.again = true;
+  /**
+   * The table's reader: reads the log after its tail until it holds no more, handing each batch to
+   * the live streams; a wake meanwhile makes it look again. It reads at most every ROUND_MS unless
+   * it is behind (its last read was a whole batch).
+   */
+  private async follow(table: TableStreams): Promise<void> {
+    if (table.reading) {
+      table.dirty = true;
       return;
     }
-    stream.pumping = true;
+    table.reading = true;
     try {
-      do {
-        stream.again = false;
-        for (;;) {
-          const entries = await this.read(stream.plan.tableId, stream.position);
-          if (stream.closed || entries.length === 0) break;
-          // A gap: numbers a failed transaction took, or entries retention deleted under a slow
-          // client. Then what it missed is gone: the stream ends, and the client's reconnect hears 410.
-          if (entries[0].sequence > stream.position + 1 && stream.position < (await this.log.purgedThrough(this.database.db, stream.plan.tableId))) {
-            this.end(stream);
+      let behind = false;
+      for (;;) {
+        const wait = behind ? 0 : table.lastRead + ROUND_MS - performance.now();
+        // What waits its turn (writes, other tables) goes first; what commits meanwhile joins this read.
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        else if (behind) await new Promise((resolve) => setImmediate(resolve));
+        if (this.tables.get(table.id) !== table || table.finished || this.closing) return;
+        table.lastRead = performance.now();
+        table.dirty = false;
+        const gone = table.gone;
+        const read = await this.readLog(table.id, table.tail, Number.MAX_SAFE_INTEGER);
+        const { entries } = read;
+        if (entries.length > 0) {
+          const after = table.tail;
+          // A gap: numbers a failed transaction took, or entries retention deleted under the reader.
+          // Then what its streams missed is gone: they end, and their clients' reconnects hear 410.
+          if (entries[0].sequence > after + 1 && after < (await this.log.purgedThrough(this.database.db, table.id))) {
+            for (const s of [...table.live]) this.end(s);
+          }
+          table.tail = entries[entries.length - 1].sequence;
+          await this.deliver(table, read);
+        } else if (gone) {
+          table.finished = true;
+          for (const s of [...table.live]) this.end(s);
+          return;
+        }
+        behind = entries.length === BATCH;
+        // A table deleted: read on until the log holds no more of it.
+        if (!behind && !table.dirty && !gone) return;
+      }
+    } catch (err) {
+      this.options.warn(`change streams of table ${table.id}: ${(err as Error).message}`);
+      for (const s of [...table.live]) this.end(s);
+    } finally {
+      table.reading = false;
+    }
+  }
+
+  /** Hands a batch the reader read to each live stream: the same chunks to every stream with the same filter. */
+  private async deliver(table: TableStreams, read: Read): Promise<void> {
+    const filtered: Promise<void>[] = [];
+    for (const s of [...table.live]) {
+      // The unfiltered streams are sent theirs at once.
+      if (s.filterKey === '') this.sendLive(table, s, plainChunks(read));
+      else {
+        filtered.push(
+          this.chunksFor(read, s).then((chunks) => {
+            if (s.mode === 'live' && !s.closed) this.sendLive(table, s, chunks);
+          }),
+        );
+      }
+    }
+    await Promise.all(filtered);
+  }
+
+  /** A read's chunks as the stream's filter keeps them (made once per filter). */
+  private chunksFor(read: Read, s: Stream): Promise<Chunk[]> {
+    if (s.filterKey === '') return Promise.resolve(plainChunks(read));
+    let made = read.filtered.get(s.filterKey);
+    if (!made) {
+      const filter = s.plan.filter;
+      made = Promise.all(read.entries.map((e) => this.keeps(filter, e))).then((kept) => chunked(read.after, read.entries, kept));
+      read.filtered.set(s.filterKey, made);
+    }
+    return made;
+  }
+
+  /**
+   * Sends a live stream a read's chunks, all of them (they are shared buffers: the stream holds
+   * references, not copies). One whose client has not taken what the last read sent it (its body
+   * still full) leaves the live ones instead, until it has; then it catches up from the log.
+   */
+  private sendLive(table: TableStreams, s: Stream, chunks: Chunk[]): void {
+    if (!s.out.body.writableNeedDrain) {
+      send(s, chunks);
+      return;
+    }
+    table.live.delete(s);
+    s.mode = 'held';
+    void this.catchUp(table, s);
+  }
+
+  /**
+   * Sends a stream that is not at the tail (just opened, or held back by its client) what the log
+   * holds from its position up to the tail, then makes it live.
+   */
+  private async catchUp(table: TableStreams, s: Stream): Promise<void> {
+    try {
+      if (s.mode === 'held') {
+        if (!(await this.drained(s))) {
+          this.end(s, true);
+          return;
+        }
+        s.mode = 'catching';
+      }
+      for (;;) {
+        if (s.closed) return;
+        if (s.position >= table.tail) {
+          if (table.finished) {
+            this.end(s);
             return;
           }
-          for (const entry of entries) {
-            if (stream.closed) return;
-            if ((await this.keeps(stream.plan.filter, entry)) && !stream.write(entry.frame) && !(await this.drained(stream))) {
-              this.end(stream, true);
-              return;
-            }
-            stream.position = entry.sequence;
-          }
+          s.mode = 'live';
+          table.live.add(s);
+          return;
         }
-      } while (stream.again && !stream.closed);
-      if (stream.tableGone) this.end(stream);
+        const cap = table.tail;
+        const read = await this.sharedRead(table, s.position, cap);
+        if (s.closed) return;
+        const { entries } = read;
+        // A gap (before the first entry read, or up to `through` when none was): numbers a failed
+        // transaction took, or entries retention deleted under a slow client. Then what it missed
+        // is gone: the stream ends, and the client's reconnect hears 410.
+        const next = entries.length > 0 ? entries[0].sequence : read.through + 1;
+        if (next > s.position + 1 && s.position < (await this.log.purgedThrough(this.database.db, table.id))) {
+          this.end(s);
+          return;
+        }
+        const from = s.position;
+        if (entries.length > 0) {
+          const chunks = await this.chunksFor(read, s);
+          if (s.closed) return;
+          send(s, chunks);
+        }
+        // The read held every entry up to `through`: the numbers between are no entries' (a failed transaction's).
+        if (entries.length < BATCH) s.position = Math.max(s.position, read.through);
+        // Its client has not taken what it was sent: it waits (the log is the buffer).
+        if (s.out.body.writableNeedDrain) {
+          s.mode = 'held';
+          if (!(await this.drained(s))) {
+            this.end(s, true);
+            return;
+          }
+          s.mode = 'catching';
+        } else if (s.position === from) {
+          // Nothing to pass yet (PostgreSQL: a write still to commit holds readers below the tail): a while later.
+          await new Promise((resolve) => setTimeout(resolve, WAIT_MS));
+        }
+      }
     } catch (err) {
-      this.options.warn(`change stream of table ${stream.plan.tableId}: ${(err as Error).message}`);
-      this.end(stream);
-    } finally {
-      stream.pumping = false;
+      this.options.warn(`change stream of table ${s.plan.tableId}: ${(err as Error).message}`);
+      this.end(s);
     }
+  }
+
+  /** The table's entries after `after` up to `cap`: one read shared by the streams catching up from that position. */
+  private sharedRead(table: TableStreams, after: number, cap: number): Promise<Read> {
+    let reading = table.reads.get(after);
+    if (!reading) {
+      reading = this.readLog(table.id, after, cap).finally(() => table.reads.delete(after));
+      table.reads.set(after, reading);
+    }
+    return reading;
+  }
+
+  /** The log's entries after `after`, up to `cap` and to what a reader may pass (as the feed reads it), at most BATCH. */
+  private async readLog(tableId: string, after: number, cap: number): Promise<Read> {
+    const db = this.database.db;
+    const through = Math.min(cap, await this.log.readableThrough(db, tableId));
+    const changes = await entriesAfter(db, tableId, after, through, BATCH);
+    const entries = changes.map((change): Entry => {
+      const sequence = Number(change.sequence);
+      const frame = `id: ${sequence}\nevent: change\ndata: ${changeJson(change)}\n\n`;
+      return { sequence, change, frame, bytes: Buffer.byteLength(frame) };
+    });
+    return { after, entries, through, filtered: new Map() };
   }
 
   /** Whether the client took what it was sent within stallMs. */
@@ -242,7 +467,7 @@ export class ChangeStreams {
         body.off('drain', taken);
         body.off('close', gone);
         stream.waiting = false;
-        resolve(ok);
+        resolve(ok && !stream.closed);
       };
       const taken = () => done(true);
       const gone = () => done(false);
@@ -250,25 +475,6 @@ export class ChangeStreams {
       body.once('drain', taken);
       body.once('close', gone);
     });
-  }
-
-  /** The table's entries after `after`: one read shared by the streams at that position. */
-  private read(tableId: string, after: number): Promise<Entry[]> {
-    let table = this.reads.get(tableId);
-    if (!table) this.reads.set(tableId, (table = new Map()));
-    let reading = table.get(after);
-    if (!reading) {
-      const reads = table;
-      reading = this.log
-        .read(this.database.db, tableId, after, BATCH)
-        .then((changes) => changes.map((change) => ({ sequence: Number(change.sequence), change, frame: `id: ${Number(change.sequence)}\nevent: change\ndata: ${changeJson(change)}\n\n` })))
-        .finally(() => {
-          reads.delete(after);
-          if (reads.size === 0 && this.reads.get(tableId) === reads) this.reads.delete(tableId);
-        });
-      table.set(after, reading);
-    }
-    return reading;
   }
 
   /** CONTRACT §14: a filter keeps the changes whose row matches before or after the change. */
@@ -292,8 +498,8 @@ export class ChangeStreams {
 
   private tick(): void {
     const now = Date.now();
-    for (const streams of this.byTable.values()) {
-      for (const s of streams) {
+    for (const table of this.tables.values()) {
+      for (const s of table.all) {
         if (!s.waiting && now - s.lastWrite >= this.options.heartbeatMs) s.write(': heartbeat\n\n');
       }
     }
@@ -304,15 +510,15 @@ export class ChangeStreams {
     this.checkKeys(now).catch((err) => this.options.warn(`change streams, checking keys: ${(err as Error).message}`));
   }
 
-  /** Every stream looks in the log; those of a table deleted end once they have sent its last changes. */
+  /** Every table's reader looks in the log; the streams of a table deleted end once they have sent its last changes. */
   private async look(): Promise<void> {
-    const ids = [...this.byTable.keys()];
+    const ids = [...this.tables.keys()];
     if (ids.length === 0) return;
     const rows = await this.database.db.selectFrom('rh_tables').select('id').where('id', 'in', ids).execute();
     const existing = new Set(rows.map((r) => r.id as string));
     for (const id of ids) {
-      if (existing.has(id)) continue;
-      for (const s of this.byTable.get(id) ?? []) s.tableGone = true;
+      const table = this.tables.get(id);
+      if (table && !existing.has(id)) table.gone = true;
     }
     this.wakeAll();
   }
@@ -325,7 +531,7 @@ export class ChangeStreams {
     this.checking = true;
     try {
       const wanted = new Set<string>();
-      for (const streams of this.byTable.values()) for (const s of streams) wanted.add(s.plan.keyId);
+      for (const table of this.tables.values()) for (const s of table.all) wanted.add(s.plan.keyId);
       const version = this.database.metadataVersion();
       const stale = version === undefined || version !== this.keysVersion;
       const load = stale ? [...wanted] : [...wanted].filter((id) => !this.keys.has(id));
@@ -335,8 +541,8 @@ export class ChangeStreams {
         for (const [id, state] of loaded) this.keys.set(id, state);
         this.keysVersion = version;
       }
-      for (const streams of [...this.byTable.values()]) {
-        for (const s of [...streams]) {
+      for (const table of [...this.tables.values()]) {
+        for (const s of [...table.all]) {
           const key = this.keys.get(s.plan.keyId);
           if (key !== undefined && !usable(key, now)) this.end(s);
         }
@@ -358,6 +564,55 @@ export class ChangeStreams {
     const found = new Map<string, KeyState>(rows.map((r) => [r.id as string, { revokedAt: epoch(r.revokedAt), expiresAt: epoch(r.expiresAt) }]));
     return ids.map((id) => [id, found.get(id) ?? null]);
   }
+}
+
+/**
+ * Writes the chunks the stream has not had yet (a stream ahead of a chunk's start, one that joined
+ * the live ones from a position of its own, gets the part after its position).
+ */
+function send(s: Stream, chunks: Chunk[]): void {
+  for (const c of chunks) {
+    if (s.closed) return;
+    if (s.position >= c.last) continue;
+    const data = s.position <= c.after ? c.data : textAfter(c, s.position);
+    s.position = c.last;
+    if (data !== null) s.write(data);
+  }
+}
+
+/** The text of a chunk's entries kept and numbered after `position`. */
+function textAfter(c: Chunk, position: number): Buffer | null {
+  const frames = c.entries.filter((e, i) => e.sequence > position && (c.kept === null || c.kept[i])).map((e) => e.frame);
+  return frames.length === 0 ? null : Buffer.from(frames.join(''));
+}
+
+/** A read's entries as chunks of about CHUNK_BYTES, with the text of those `kept` says (null: all). */
+function chunked(after: number, entries: Entry[], kept: boolean[] | null): Chunk[] {
+  const chunks: Chunk[] = [];
+  let start = 0;
+  let frames: string[] = [];
+  let bytes = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (kept === null || kept[i]) {
+      frames.push(e.frame);
+      bytes += e.bytes;
+    }
+    if (i === entries.length - 1 || (bytes > 0 && bytes + entries[i + 1].bytes > CHUNK_BYTES)) {
+      chunks.push({ after, last: e.sequence, entries: entries.slice(start, i + 1), kept: kept && kept.slice(start, i + 1), data: frames.length === 0 ? null : Buffer.from(frames.join('')) });
+      after = e.sequence;
+      start = i + 1;
+      frames = [];
+      bytes = 0;
+    }
+  }
+  return chunks;
+}
+
+/** A read's chunks for the streams without a filter (made once). */
+function plainChunks(read: Read): Chunk[] {
+  read.plain ??= chunked(read.after, read.entries, null);
+  return read.plain;
 }
 
 const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
