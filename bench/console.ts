@@ -23,13 +23,13 @@ import zlib from 'node:zlib';
 import { type Page, chromium } from 'playwright-core';
 import { median } from './support/rounds.ts';
 import { createBenchTable, loadThroughApi } from './support/dataset.ts';
-import { BENCH_KEY, ROOT, benchDatabase, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, benchDatabase, cpuMs, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? process.env.BENCH_ROWS ?? 1_000_000);
 const SMALL = 100;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const STEP = Number(process.env.BENCH_SCROLL_STEP ?? 4);
-const SCROLL_ROWS = Math.min(10_000, N - 200);
+const SCROLL_ROWS = Math.min(Number(process.env.BENCH_SCROLL_ROWS ?? 10_000), N - 200);
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const VIEWPORT = { width: 1400, height: 900 };
 const CONSOLE_DIR = path.join(ROOT, 'dist', 'console');
@@ -82,7 +82,8 @@ interface Open {
 
 async function open(page: Page, base: string, code: string): Promise<Open> {
   await page.goto(`${base}/console?table=${code}`);
-  await page.waitForFunction('window.__firstRows !== null', null, { timeout: 120_000 });
+  // A function, not text: the page's CSP (no eval) refuses a predicate given as text.
+  await page.waitForFunction(() => (globalThis as unknown as { __firstRows: unknown }).__firstRows !== null, null, { timeout: 120_000 });
   return (await page.evaluate(`(() => {
     const { inDom, drawn } = window.__firstRows;
     const rows = performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname === '/api/tables/${code}/rows' && e.startTime < drawn);
@@ -160,6 +161,37 @@ const scrollInPage = (rows: number, step: number) => `(async () => {
   };
 })()`;
 
+/**
+ * CPU time (user and system, ms) so far of Chromium: every process under this one whose name says
+ * chromium (the browser, its GPU and renderer processes, and their helpers), not the service.
+ */
+function chromiumCpuMs(): number {
+  const children = new Map<number, number[]>();
+  const names = new Map<number, string>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.split(') ')[1].split(' ')[1]);
+      names.set(Number(entry), stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  for (const pids = (children.get(process.pid) ?? []).filter((pid) => /chrom/i.test(names.get(pid) ?? '')); pids.length > 0; ) {
+    const pid = pids.pop() as number;
+    try {
+      total += cpuMs(pid).total;
+    } catch {
+      // gone meanwhile
+    }
+    pids.push(...(children.get(pid) ?? []));
+  }
+  return total;
+}
+
 const { dir, postgres, env } = await benchDatabase('console');
 let service = await startService(env);
 await createBenchTable(service.url, 'big');
@@ -178,7 +210,9 @@ const browser = await chromium.launch({ executablePath: CHROMIUM, chromiumSandbo
 const page = await (await browser.newContext({ viewport: VIEWPORT })).newPage();
 const problems: string[] = [];
 page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && problems.push(`console error: ${m.text()}`));
+// Chromium asks for /favicon.ico by itself; the service has none.
+page.on('response', (r) => r.status() >= 400 && new URL(r.url()).pathname !== '/favicon.ico' && problems.push(`${r.status()} for ${r.url()}`));
 await page.addInitScript(FIRST_ROWS_PROBE);
 
 // Signed in once: the key stays in the tab's sessionStorage across the navigations below.
@@ -195,7 +229,24 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 
 await open(page, service.url, 'big');
+// CPU time, which other load on the machine barely moves (unlike the frames' wall-clock gaps): Chromium's, and the service's.
+const cpuBefore = { browser: chromiumCpuMs(), service: cpuMs(service.child.pid as number).total };
+// Where the page's main thread spends the frames: Chrome's own counters (DevTools protocol, Performance.getMetrics).
+const cdp = await page.context().newCDPSession(page);
+await cdp.send('Performance.enable');
+const metrics = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+// BENCH_PROFILE=FILE: a CPU profile of the page during the scroll (DevTools' format), to see where the frames go.
+if (process.env.BENCH_PROFILE) {
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.start');
+}
+const metricsBefore = await metrics();
 const scroll = (await page.evaluate(scrollInPage(SCROLL_ROWS, STEP))) as Scroll;
+const metricsAfter = await metrics();
+if (process.env.BENCH_PROFILE) fs.writeFileSync(process.env.BENCH_PROFILE, JSON.stringify((await cdp.send('Profiler.stop')).profile));
+/** ms a frame of a Chrome counter (seconds, cumulative) over the scroll. */
+const perFrame = (name: string) => ((metricsAfter[name] - metricsBefore[name]) * 1000) / scroll.frames;
+const cpu = { browser: chromiumCpuMs() - cpuBefore.browser, service: cpuMs(service.child.pid as number).total - cpuBefore.service };
 
 await browser.close();
 await service.stop();
@@ -222,6 +273,8 @@ console.log(`  ${String(SMALL).padStart(8)} rows  ${ms(small.drawn).padStart(8)}
 console.log(`  ratio ${N} / ${SMALL}: ${ratio.toFixed(2)} (rounds: ${opens.big.map((o, i) => (o.drawn / opens.small[i].drawn).toFixed(2)).join(', ')})`);
 console.log(`\nscroll through ${scroll.reached} rows of the ${N}-row table, ${STEP} rows a frame (requestAnimationFrame gaps; frame budget ${scroll.budget.toFixed(1)} ms, the median gap of an idle second)`);
 console.log(`  ${scroll.frames} frames in ${scroll.seconds.toFixed(1)} s; dropped (gap over ${(1.5 * scroll.budget).toFixed(1)} ms): ${scroll.dropped} (${((100 * scroll.dropped) / scroll.frames).toFixed(1)}%), ${scroll.missed} frame times missed in all`);
+console.log(`  CPU time: Chromium ${(cpu.browser / scroll.frames).toFixed(1)} ms a frame (${(cpu.browser / 1000).toFixed(1)} s in all, every process of it), the service ${(cpu.service / 1000).toFixed(1)} s`);
+console.log(`  the page's main thread a frame (Chrome's Performance.getMetrics, wall time): tasks ${perFrame('TaskDuration').toFixed(1)} ms, of which script ${perFrame('ScriptDuration').toFixed(1)}, style ${perFrame('RecalcStyleDuration').toFixed(1)}, layout ${perFrame('LayoutDuration').toFixed(1)} ms`);
 console.log(`  longest gaps: ${scroll.longest.map((g) => g.toFixed(0)).join(', ')} ms; frames waiting for the next page: ${scroll.waiting}; rows in the DOM at the end: ${scroll.held - 1}${scroll.stuck ? '; STUCK: no page arrived for 30 s' : ''}`);
 console.log(`\nJavaScript (dist/console/assets, gzip -9): loaded on open ${kb(sum(loaded, 'gzip'))} (${kb(sum(loaded, 'raw'))} raw), all ${scripts.length} files ${kb(sum(scripts, 'gzip'))} (${kb(sum(scripts, 'raw'))} raw)`);
 for (const s of scripts) console.log(`  ${s.name.padEnd(36)} ${kb(s.gzip).padStart(9)} ${kb(s.raw).padStart(10)} raw${s.onOpen ? '  (on open)' : ''}`);
