@@ -9,13 +9,18 @@
 //     BENCH_SCROLL_STEP rows (default 4) every animation frame, in the page; a frame is dropped when
 //     the gap between two requestAnimationFrame callbacks exceeds 1.5x the frame budget (the median
 //     gap of an idle second before). Frames spent waiting for a page that has not arrived yet are
-//     counted apart (the scroll cannot move past the rows held).
+//     counted apart (the scroll cannot move past the rows held). Beside it, figures that other load on
+//     the machine moves less: Chromium's CPU time a frame (all its processes, from /proc), and the
+//     page's main thread a frame in Chrome's own counters (DevTools protocol, Performance.getMetrics:
+//     script, style, layout). BENCH_SCROLL_ROWS changes the 10,000; BENCH_PROFILE=FILE writes a
+//     DevTools CPU profile of the page during the scroll.
 //   - The console's JavaScript: every script of dist/console/assets, raw and gzip -9, and the part
 //     the page loads on open.
 // Both tables hold the shared dataset's rows (bench/support/dataset.ts), loaded through the API
 // (1,000-row bulk creates; the time is printed), then the service is restarted. SQLite by default;
 // BENCH_DATABASE=postgres runs it on a PostgreSQL server the benchmark starts.
-// Loading 1,000,000 rows through the API takes minutes: BENCH_ROWS=100000 checks the bench quickly.
+// Loading 1,000,000 rows through the API takes about 6 minutes (2,900 rows/s measured on a busy
+// 2-core machine); BENCH_ROWS=100000 checks the bench in about 4 minutes in all.
 //   npm run build && node --import tsx bench/console.ts [rows=BENCH_ROWS or 1000000]
 import fs from 'node:fs';
 import path from 'node:path';
