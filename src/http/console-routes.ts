@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FileStorage } from '../files/storage.ts';
 
 /**
  * The browser console (CONTRACT §15) at `/console`: the page and its assets as scripts/build-console.mjs
@@ -11,19 +12,50 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 /**
  * Scripts, styles and connections to this origin only: no inline script, no eval, no other origin.
  * Images: this origin and blob: (none inline). A download opens the file's signed URL, which is
- * this origin's too (or the bucket's, which navigation, not fetch, reaches).
+ * this origin's (or the bucket's, which navigation, not fetch, reaches). With files in S3 the
+ * browser PUTs an upload's bytes to the bucket's presigned URL: connect-src then also names that
+ * one origin (consoleCsp), and nothing wider.
  */
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' blob:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(bucket: string | null = null): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' blob:",
+    "font-src 'self'",
+    `connect-src 'self'${bucket ? ` ${bucket}` : ''}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The page's CSP when files are on the service's own disk (their upload URLs are this origin's). */
+export const CONSOLE_CSP = consoleCsp();
+
+/** A key presigned only to read the origin off its URL: no request is made with it. */
+const PROBE_KEY = 'console-csp-origin-probe';
+/** An origin a CSP source expression can name as it is: scheme, host name or IPv4 address, port. */
+const CSP_ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d+)?$/;
+
+/**
+ * The origin of the storage's presigned upload URLs, or null when the service serves uploads
+ * itself: read off one URL presigned for a probe key (signing is local: no request is made), so it
+ * is exactly the origin the SDK puts in every upload URL, whether the bucket is addressed by path
+ * (`http://minio:9000/bucket/…`) or by host (`https://bucket.s3.eu-west-1.amazonaws.com/…`).
+ */
+export async function bucketOrigin(storage: FileStorage): Promise<string | null> {
+  if (!storage.presigns || !storage.uploadUrl) return null;
+  const origin = new URL(await storage.uploadUrl(PROBE_KEY, 60)).origin;
+  if (!CSP_ORIGIN.test(origin)) throw new Error(`the bucket's origin ${origin} cannot be named in a Content-Security-Policy`);
+  return origin;
+}
+
+export interface ConsoleOptions {
+  /** Where uploaded files live: with a presigning storage (S3), the page may connect to its bucket's origin. */
+  storage?: FileStorage;
+  warn?: (message: string) => void;
+}
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -46,7 +78,22 @@ export const CONSOLE_DIR = path.join(projectRoot(import.meta.dirname), 'dist', '
 
 const MISSING = 'The console is not built: run npm run build (npm ci does it).';
 
-export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR): void {
+export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR, options: ConsoleOptions = {}): void {
+  // The bucket's origin is found at the first request for the page, and kept; a failure (no
+  // credentials yet, say) is told, the page served with the CSP of this origin alone (uploads to the
+  // bucket then fail, as they would anyway), and the origin asked again at the next request.
+  let csp: Promise<string> | null = null;
+  const pageCsp = (): Promise<string> => {
+    const { storage } = options;
+    if (!storage) return Promise.resolve(CONSOLE_CSP);
+    csp ??= bucketOrigin(storage).then(consoleCsp, (err: Error) => {
+      csp = null;
+      options.warn?.(`console: uploads to the bucket will be refused by the page's CSP: ${err.message}`);
+      return CONSOLE_CSP;
+    });
+    return csp;
+  };
+
   // The page is read on each request (it is small, and a rebuild is then seen at once); no-cache.
   app.get('/console', async (_request, reply) => {
     let page: string;
@@ -58,7 +105,7 @@ export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR): 
     }
     return reply
       .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', CONSOLE_CSP)
+      .header('content-security-policy', await pageCsp())
       .header('cache-control', 'no-cache')
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Files } from '../files/files.ts';
 import type { Database } from '../store/database.ts';
 import type { DocumentedResource } from '../openapi/service-document.ts';
-import { consoleRoutes } from './console-routes.ts';
+import { CONSOLE_DIR, consoleRoutes } from './console-routes.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { signedFileRoutes } from './file-routes.ts';
 import { healthRoutes } from './health-routes.ts';
@@ -24,7 +24,7 @@ export function publicPlugin(deps: PublicDeps): FastifyPluginAsync {
   return async (open) => {
     healthRoutes(open, deps.database);
     docsRoutes(open, { resources: deps.resources, publicUrl: deps.publicUrl });
-    consoleRoutes(open);
+    consoleRoutes(open, CONSOLE_DIR, { storage: deps.files.storage, warn: (message) => open.log.warn(message) });
     signedFileRoutes(open, deps.files, deps.maxFileBytes);
   };
 }

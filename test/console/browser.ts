@@ -20,16 +20,25 @@ export interface ConsoleSession {
   /** Every URL the pages asked for, and every problem they had (errors, blocked scripts, other origins). */
   urls: string[];
   problems: string[];
-  /** A new tab, watched, offline but for the service's own origin. */
+  /** A new tab, watched, offline but for the service's own origin (and `origins`). */
   newPage(): Promise<Page>;
   close(): Promise<void>;
 }
 
-/** The service on SQLite (with these settings and app options), listening, its console built, and one headless Chromium. */
-export async function startConsole(env: Record<string, string> = {}, options: AppOptions = {}): Promise<ConsoleSession> {
+export interface ConsoleOptions {
+  /** The service's configuration beside the tests' own (startApp's env). */
+  env?: Record<string, string>;
+  /** startApp's app options (e.g. a quicker webhook poll). */
+  app?: AppOptions;
+  /** Origins besides the service's that the pages may reach (an S3 server's). */
+  origins?: string[];
+}
+
+/** The service on SQLite, listening, its console built, and one headless Chromium. */
+export async function startConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
   assert.ok(fs.existsSync(CHROMIUM), MISSING);
   await freshConsoleBuild();
-  const t = await startApp('sqlite', env, options);
+  const t = await startApp('sqlite', options.env ?? {}, options.app ?? {});
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   // No sandbox: the tests may run as root (CI), where Chromium's sandbox cannot start.
@@ -56,7 +65,7 @@ export async function startConsole(env: Record<string, string> = {}, options: Ap
       await page.route('**/*', (route) => {
         const url = route.request().url();
         urls.push(url);
-        if (url.startsWith(`${base}/`)) return route.continue();
+        if ([base, ...(options.origins ?? [])].some((origin) => url.startsWith(`${origin}/`))) return route.continue();
         problems.push(`asked another origin: ${url}`);
         return route.abort();
       });

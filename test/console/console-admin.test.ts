@@ -50,10 +50,10 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    s = await startConsole(
-      { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_ATTEMPTS: '1', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '3000' },
-      { webhookPollMs: 100 },
-    );
+    s = await startConsole({
+      env: { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_ATTEMPTS: '1', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '3000' },
+      app: { webhookPollMs: 100 },
+    });
     s.t.app.webhooks.start(); // as server.ts does
     page = await s.newPage();
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.base });

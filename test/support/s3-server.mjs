@@ -165,6 +165,8 @@ export async function startS3Server({ bucket = 'rowhouse-test' } = {}) {
   const uploadsDir = (b) => server.store.getResourcePath(b, undefined, 'uploads');
   // Before all of s3rver's own middleware.
   server.middleware.unshift(async (ctx, next) => {
+    // A browser's CORS preflight carries no signature: S3 answers it from the bucket's CORS rules alone.
+    if (ctx.method === 'OPTIONS') return next();
     const refusal = verifySignatureV4(ctx.method, ctx.req.url, ctx.req.headers);
     if (refusal !== null) return answer(ctx, 403, refusal.code, refusal.message);
     // AbortMultipartUpload, which s3rver lacks (it answers 405): the parts are removed, as S3 does.

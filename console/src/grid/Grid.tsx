@@ -1,4 +1,4 @@
-import { type ClipboardEvent, type KeyboardEvent, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { type ClipboardEvent, type KeyboardEvent, memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { type ColumnDef, type RowSelectionState, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { type Api, ApiError, type BatchOperation, type Field, type Row, type Table } from '../api.ts';
@@ -39,6 +39,13 @@ export interface GridProps {
   onError: (err: unknown) => void;
 }
 
+interface Editing {
+  pos: Pos;
+  rowId: string;
+  text: string;
+  base: string;
+}
+
 const errorKey = (rowId: string, code: string) => `${rowId}\u0000${code}`;
 
 /**
@@ -56,7 +63,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
   const [active, setActive] = useState<Pos>({ r: 0, c: LEAD });
   const [anchor, setAnchor] = useState<Pos | null>(null);
   /** The cell being edited: its row's id, the text typed, and the value's text when the edit began (to tell a change made meanwhile). */
-  const [editing, setEditing] = useState<{ pos: Pos; rowId: string; text: string; base: string } | null>(null);
+  const [editing, setEditing] = useState<Editing | null>(null);
   const [errors, setErrors] = useState<Map<string, CellError>>(new Map());
   const [pending, setPending] = useState<Map<string, string>>(new Map());
   const focusWanted = useRef(false);
@@ -289,9 +296,23 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
     }
   }
 
+  const actions = useRef<RowActions>(null as unknown as RowActions);
+  actions.current = {
+    moveTo,
+    toggle: (index) => modelRows[index]?.toggleSelected(),
+    openRow: onOpenRow,
+    openLink: onOpenLink,
+    startEdit: (pos) => startEdit(pos),
+    commit,
+    cancelEdit: () => {
+      setEditing(null);
+      focusWanted.current = true;
+    },
+    editText: (text) => setEditing((e) => e && { ...e, text }),
+  };
+
   const sorted = new Map(sort.map((k, i) => [k.key, { ...k, rank: i + 1 }]));
   const b = block();
-  const inBlock = (r: number, c: number) => anchor !== null && r >= b.r0 && r <= b.r1 && c >= b.c0 && c <= b.c1;
   const allSelected = rows.length > 0 && rows.every((r) => selection[r.id]);
 
   function header(id: string, label: string, sortable: boolean, colIndex: number) {
@@ -343,85 +364,141 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
       <div role="rowgroup" className="grid-body" style={{ height: virtual.getTotalSize() }}>
         {items.map((item) => {
           const row = rows[item.index];
-          const style = { transform: `translateY(${item.start}px)`, gridTemplateColumns: template, height: ROW_HEIGHT };
           if (!row) {
+            const style = { transform: `translateY(${item.start}px)`, gridTemplateColumns: template, height: ROW_HEIGHT };
             return (
               <div role="row" key="loading" aria-rowindex={item.index + 2} className="grid-row loading" style={style}>
                 <div role="gridcell" aria-colindex={1} aria-colspan={colCount} className="cell">Loading more rows…</div>
               </div>
             );
           }
-          const selected = !!selection[row.id];
-          const cellProps = (c: number) => ({
-            role: 'gridcell',
-            'aria-colindex': c + 1,
-            'data-pos': `${item.index}:${c}`,
-            tabIndex: active.r === item.index && active.c === c ? 0 : -1,
-            onMouseDown: (e: React.MouseEvent) => {
-              if ((e.target as HTMLElement).closest('input, button, select, textarea, a')) return;
-              moveTo({ r: item.index, c }, e.shiftKey);
-            },
-          });
+          const inRows = anchor !== null && item.index >= b.r0 && item.index <= b.r1;
           return (
-            <div role="row" key={row.id} aria-rowindex={item.index + 2} aria-selected={selected} className={`grid-row${selected ? ' selected' : ''}`} style={style}>
-              <div {...cellProps(0)} className="cell select-cell">
-                <input type="checkbox" tabIndex={-1} aria-label={`Select row ${row.id}`} checked={selected} onChange={() => modelRows[item.index]?.toggleSelected()} />
-              </div>
-              <div {...cellProps(1)} className={`cell id-cell${inBlock(item.index, 1) ? ' in-block' : ''}`}>
-                <button type="button" tabIndex={-1} className="open-row" aria-label={`Open row ${row.id}`} onClick={() => onOpenRow(row)}>
-                  ⤢
-                </button>
-                <span>{row.id}</span>
-              </div>
-              {fields.map((f, i) => {
-                const c = LEAD + i;
-                const key = errorKey(row.id, f.code);
-                const error = errors.get(key);
-                const isEditing = editing && editing.pos.r === item.index && editing.pos.c === c;
-                const waiting = pending.get(key);
-                const errorId = `err-${item.index}-${c}`;
-                return (
-                  <div
-                    {...cellProps(c)}
-                    key={f.code}
-                    className={`cell type-${f.type}${error ? ' invalid' : ''}${inBlock(item.index, c) ? ' in-block' : ''}`}
-                    aria-invalid={error ? true : undefined}
-                    aria-describedby={error ? errorId : undefined}
-                    onDoubleClick={() => startEdit({ r: item.index, c })}
-                  >
-                    {isEditing ? (
-                      <CellEditor
-                        field={f}
-                        rowId={row.id}
-                        meanwhile={valueText(f, row.values[f.code]) !== editing.base ? valueText(f, row.values[f.code]) : null}
-                        text={editing.text}
-                        onText={(t) => setEditing({ ...editing, text: t })}
-                        onCommit={(dir) => commit(dir === 'down' ? { r: item.index + 1, c } : dir === 'right' ? { r: item.index, c: c + 1 } : dir === 'left' ? { r: item.index, c: c - 1 } : null)}
-                        onCancel={() => {
-                          setEditing(null);
-                          focusWanted.current = true;
-                        }}
-                      />
-                    ) : waiting !== undefined ? (
-                      <span className="pending">{waiting}</span>
-                    ) : error ? (
-                      <>
-                        <span className="attempt">{error.text}</span>
-                        <span className="cell-error" id={errorId}>{error.message}</span>
-                      </>
-                    ) : (
-                      <CellValue field={f} value={row.values[f.code]} onOpenLink={onOpenLink} />
-                    )}
-                  </div>
-                );
-              })}
-            </div>
+            <GridRow
+              key={row.id}
+              row={row}
+              index={item.index}
+              start={item.start}
+              template={template}
+              fields={fields}
+              selected={!!selection[row.id]}
+              activeCol={active.r === item.index ? active.c : -1}
+              blockFrom={inRows ? b.c0 : -1}
+              blockTo={inRows ? b.c1 : -1}
+              editing={editing && editing.pos.r === item.index ? editing : null}
+              errors={errors}
+              pending={pending}
+              actions={actions}
+            />
           );
         })}
       </div>
     </div>
   );
 }
+
+/** What a row does, through the grid: kept in a ref, so a row's props stay equal from one render to the next. */
+interface RowActions {
+  moveTo: (pos: Pos, extend: boolean) => void;
+  toggle: (index: number) => void;
+  openRow: (row: Row) => void;
+  openLink: (field: Field, id: string) => void;
+  startEdit: (pos: Pos) => void;
+  commit: (move: Pos | null) => void;
+  cancelEdit: () => void;
+  editText: (text: string) => void;
+}
+
+interface GridRowProps {
+  row: Row;
+  index: number;
+  start: number;
+  template: string;
+  fields: Field[];
+  selected: boolean;
+  /** The active cell's column when it is in this row, else -1. */
+  activeCol: number;
+  /** The chosen block's columns when it spans this row, else -1. */
+  blockFrom: number;
+  blockTo: number;
+  /** The edit under way when it is in this row. */
+  editing: Editing | null;
+  errors: Map<string, CellError>;
+  pending: Map<string, string>;
+  actions: { current: RowActions };
+}
+
+/**
+ * One row of the grid. Memoized: as the grid scrolls, the rows still in view keep equal props and
+ * are not drawn again; only the rows scrolled into view are (re-drawing every row in view on every
+ * scroll event cost more than a frame).
+ */
+const GridRow = memo(function GridRow({ row, index, start, template, fields, selected, activeCol, blockFrom, blockTo, editing, errors, pending, actions }: GridRowProps) {
+  const style = { transform: `translateY(${start}px)`, gridTemplateColumns: template, height: ROW_HEIGHT };
+  const inBlock = (c: number) => c >= blockFrom && c <= blockTo && blockFrom >= 0;
+  const cellProps = (c: number) => ({
+    role: 'gridcell',
+    'aria-colindex': c + 1,
+    'data-pos': `${index}:${c}`,
+    tabIndex: activeCol === c ? 0 : -1,
+    onMouseDown: (e: React.MouseEvent) => {
+      if ((e.target as HTMLElement).closest('input, button, select, textarea, a')) return;
+      actions.current.moveTo({ r: index, c }, e.shiftKey);
+    },
+  });
+  return (
+    <div role="row" aria-rowindex={index + 2} aria-selected={selected} className={`grid-row${selected ? ' selected' : ''}`} style={style}>
+      <div {...cellProps(0)} className="cell select-cell">
+        <input type="checkbox" tabIndex={-1} aria-label={`Select row ${row.id}`} checked={selected} onChange={() => actions.current.toggle(index)} />
+      </div>
+      <div {...cellProps(1)} className={`cell id-cell${inBlock(1) ? ' in-block' : ''}`}>
+        <button type="button" tabIndex={-1} className="open-row" aria-label={`Open row ${row.id}`} onClick={() => actions.current.openRow(row)}>
+          ⤢
+        </button>
+        <span>{row.id}</span>
+      </div>
+      {fields.map((f, i) => {
+        const c = LEAD + i;
+        const key = errorKey(row.id, f.code);
+        const error = errors.get(key);
+        const isEditing = editing !== null && editing.pos.c === c;
+        const waiting = pending.get(key);
+        const errorId = `err-${index}-${c}`;
+        return (
+          <div
+            {...cellProps(c)}
+            key={f.code}
+            className={`cell type-${f.type}${error ? ' invalid' : ''}${inBlock(c) ? ' in-block' : ''}`}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={error ? errorId : undefined}
+            onDoubleClick={() => actions.current.startEdit({ r: index, c })}
+          >
+            {isEditing ? (
+              <CellEditor
+                field={f}
+                rowId={row.id}
+                meanwhile={valueText(f, row.values[f.code]) !== editing.base ? valueText(f, row.values[f.code]) : null}
+                text={editing.text}
+                onText={(t) => actions.current.editText(t)}
+                onCommit={(dir) => actions.current.commit(dir === 'down' ? { r: index + 1, c } : dir === 'right' ? { r: index, c: c + 1 } : dir === 'left' ? { r: index, c: c - 1 } : null)}
+                onCancel={() => actions.current.cancelEdit()}
+              />
+            ) : waiting !== undefined ? (
+              <span className="pending">{waiting}</span>
+            ) : error ? (
+              <>
+                <span className="attempt">{error.text}</span>
+                <span className="cell-error" id={errorId}>{error.message}</span>
+              </>
+            ) : (
+              <CellValue field={f} value={row.values[f.code]} onOpenLink={(field, id) => actions.current.openLink(field, id)} />
+            )}
+          </div>
+        );
+      })}
+    </div>
+  );
+});
 
 type Direction = 'down' | 'right' | 'left' | 'stay';
 
