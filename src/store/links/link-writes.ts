@@ -5,7 +5,7 @@ import { type EdgeSide, edgesOf, isLinkField, decodeLink, linkIds, linkOptions }
 import { fieldColumn } from '../../domain/row-columns.ts';
 import type { RawRow } from '../../domain/row.ts';
 import type { TableDef } from '../../domain/table.ts';
-import type { Database, Db } from '../database.ts';
+import { type Database, type Db, afterCommit } from '../database.ts';
 import type { WriteContext } from '../resources/resource-spec.ts';
 import type { TableCatalog } from '../table-catalog.ts';
 
@@ -19,7 +19,8 @@ import type { TableCatalog } from '../table-catalog.ts';
 
 /** What a link maintenance asks of the row store: the other side's rows updated and cascaded deletes, without coming back here for what it already did. */
 export interface LinkRowWrites {
-  update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, links?: boolean): Promise<RawRow | undefined>;
+  /** One field of many rows set, each to its own value, with their change entries: set-based (RowStore.updateEach). */
+  updateEach(db: Db, table: TableDef, field: FieldDef, items: readonly { id: string; value: unknown }[], ctx: WriteContext): Promise<RawRow[]>;
   deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void>;
 }
 
@@ -30,7 +31,8 @@ export interface WrittenRow {
   created: boolean;
 }
 
-const CHUNK = 500;
+/** Ids per statement: a bulk's (at most 1,000 rows) in one. */
+const CHUNK = 1000;
 
 function chunks<T>(items: readonly T[]): T[][] {
   const out: T[][] = [];
@@ -61,6 +63,11 @@ export class LinkWrites {
     const table = this.catalog.peek(this.database.db, id) ?? (await this.catalog.find(tx, id));
     if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
     return table;
+  }
+
+  /** Edge rows written: counted for the planner's statistics once they are committed (an edge table is analysed as a user table is). */
+  private edgesWritten(tx: Db, edges: string, n: number): void {
+    if (n > 0) afterCommit(tx, () => this.database.statistics.noteWrites(edges, n));
   }
 
   /** The ids among `ids` that are rows of `table`, locked (PostgreSQL) so that none is deleted before this transaction ends. */
@@ -140,6 +147,7 @@ export class LinkWrites {
     }
     for (const e of toDelete) await tx.deleteFrom(edges.table).where(edges.mine, '=', e.mine).where(edges.other, '=', e.other).execute();
     for (const part of chunks(toInsert)) await tx.insertInto(edges.table).values(part).execute();
+    this.edgesWritten(tx, edges.table, toDelete.length + toInsert.length);
     if (options.inverseField === undefined) return;
     const partner = target.fields.find((f) => f.id === options.inverseField);
     if (!partner) throw new ServiceError('schema_changed', `table ${target.id} changed while the request ran; send it again`);
@@ -166,7 +174,13 @@ export class LinkWrites {
     }
   }
 
-  /** The other field of a pair updated on every target row whose links changed: appended in order, removed where gone. */
+  /**
+   * The other field of a pair updated on every target row whose links changed: appended in order,
+   * removed where gone. Set-based: the rows' values read (and on PostgreSQL locked, in id order,
+   * so that no concurrent write rewrites a value from what it read before this one's, and two
+   * such writes never wait on each other in a cycle), then written by one statement per chunk,
+   * each row with its change entry (RowStore.updateEach).
+   */
   private async followOtherSide(
     tx: Db,
     rows: LinkRowWrites,
@@ -181,17 +195,25 @@ export class LinkWrites {
     const column = fieldColumn(partner.id);
     const current = new Map<string, string[]>();
     for (const part of chunks(touched)) {
-      for (const r of await tx.selectFrom(target.physical).select(['id', column]).where('id', 'in', part).execute()) {
-        current.set(r.id as string, linkIds(decodeLink(r[column], this.database.dialect)));
-      }
+      let q = tx.selectFrom(target.physical).select(['id', column]).where('id', 'in', part).orderBy('id');
+      if (this.database.dialect.lockRows) q = q.forNoKeyUpdate();
+      for (const r of await q.execute()) current.set(r.id as string, linkIds(decodeLink(r[column], this.database.dialect)));
     }
+    const updates: { id: string; value: unknown }[] = [];
     for (const id of touched) {
+      const had = current.get(id);
+      if (had === undefined) continue;
       const gone = new Set(removed.get(id) ?? []);
-      const ids = (current.get(id) ?? []).filter((x) => !gone.has(x));
-      for (const x of added.get(id) ?? []) if (!ids.includes(x)) ids.push(x);
-      const value = ids.length === 0 ? null : multiple ? ids : ids[ids.length - 1];
-      await rows.update(tx, target, id, new Map([[partner, value]]), ctx, false);
+      const ids = had.filter((x) => !gone.has(x));
+      const present = new Set(ids);
+      for (const x of added.get(id) ?? []) {
+        if (present.has(x)) continue;
+        present.add(x);
+        ids.push(x);
+      }
+      updates.push({ id, value: ids.length === 0 ? null : multiple ? ids : ids[ids.length - 1] });
     }
+    await rows.updateEach(tx, target, partner, updates, ctx);
   }
 
   /**
@@ -220,7 +242,8 @@ export class LinkWrites {
           if (deleting.has(`${tableId}:${mine}`)) continue;
           linking.set(mine, [...(linking.get(mine) ?? []), e[edges.other] as string]);
         }
-        await tx.deleteFrom(edges.table).where(edges.other, 'in', part).execute();
+        const gone = await tx.deleteFrom(edges.table).where(edges.other, 'in', part).executeTakeFirst();
+        this.edgesWritten(tx, edges.table, Number(gone.numDeletedRows));
       }
       if (linking.size === 0) continue;
       const source = tableId === table.id ? table : await this.tableOf(tx, tableId);
@@ -239,17 +262,24 @@ export class LinkWrites {
       const column = fieldColumn(live.id);
       const multiple = linkOptions(live).multiple;
       for (const part of chunks([...linking.keys()].sort())) {
-        for (const r of await tx.selectFrom(source.physical).select(['id', column]).where('id', 'in', part).execute()) {
+        const updates: { id: string; value: unknown }[] = [];
+        let q = tx.selectFrom(source.physical).select(['id', column]).where('id', 'in', part).orderBy('id');
+        if (this.database.dialect.lockRows) q = q.forNoKeyUpdate();
+        for (const r of await q.execute()) {
           const gone = new Set(linking.get(r.id as string));
           const left = linkIds(decodeLink(r[column], this.database.dialect)).filter((x) => !gone.has(x));
-          await rows.update(tx, source, r.id as string, new Map([[live, left.length === 0 ? null : multiple ? left : left[0]]]), ctx, false);
+          updates.push({ id: r.id as string, value: left.length === 0 ? null : multiple ? left : left[0] });
         }
+        await rows.updateEach(tx, source, live, updates, ctx);
       }
     }
     for (const field of table.fields) {
       if (!isLinkField(field)) continue;
       const edges = edgesOf(field);
-      for (const part of chunks(ids)) await tx.deleteFrom(edges.table).where(edges.mine, 'in', part).execute();
+      for (const part of chunks(ids)) {
+        const gone = await tx.deleteFrom(edges.table).where(edges.mine, 'in', part).executeTakeFirst();
+        this.edgesWritten(tx, edges.table, Number(gone.numDeletedRows));
+      }
     }
   }
 }
