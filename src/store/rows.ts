@@ -266,17 +266,29 @@ export class RowStore {
     for (const { id, value } of given) await this.attachFiles(db, table, id, new Map([[field, value]]), ctx.now);
     const type = fieldType(field.type);
     const columnType = sql.raw(this.dialect.columnType(type.column));
-    const column = sql.ref(fieldColumn(field.id));
+    const column = fieldColumn(field.id);
     const written = new Map<string, RawRow>();
     for (let i = 0; i < given.length; i += UPDATE_EACH) {
       const part = given.slice(i, i + UPDATE_EACH);
-      // The values typed by a cast (PostgreSQL types a VALUES list by its values, a bound one as text).
-      const values = sql.join(part.map(({ id, value }) => sql`(${id}, cast(${value === null ? null : type.toDb(value, this.dialect)} as ${columnType}))`));
-      const query = sql<RawRow>`with rh_given (rh_id, rh_value) as (values ${values})
-        update ${sql.table(table.physical)} set ${column} = rh_given.rh_value, updated_at = ${this.dialect.nextTimestamp('updated_at', ctx.now)}, updated_by = ${ctx.memberId}
-        from rh_given where ${sql.ref(`${table.physical}.id`)} = rh_given.rh_id
-        returning ${sql.join(this.columns(table).map((c) => sql.ref(c)))}`;
-      for (const row of (await query.execute(db)).rows) written.set(row.id, row);
+      // Compiled once per table version, field and size; a part is padded with rows that match none
+      // (a null id) to the next power of two, so a few sizes serve every part (building the
+      // statement of 1,000 rows anew took 30 ms, more than running it).
+      const n = Math.min(UPDATE_EACH, 2 ** Math.ceil(Math.log2(part.length)));
+      const t = this.template(db, table, `update-each:${column}:${n}`, (d, arg) => {
+        // The values typed by a cast (PostgreSQL types a VALUES list by its values, a bound one as text).
+        const values = sql.join(Array.from({ length: n }, (_, k) => sql`(${arg(2 + 2 * k)}, cast(${arg(3 + 2 * k)} as ${columnType}))`));
+        const query = sql<RawRow>`with rh_given (rh_id, rh_value) as (values ${values})
+          update ${sql.table(table.physical)} set ${sql.ref(column)} = rh_given.rh_value, updated_at = ${this.dialect.nextTimestamp('updated_at', arg(0))}, updated_by = ${arg(1)}
+          from rh_given where ${sql.ref(`${table.physical}.id`)} = rh_given.rh_id
+          returning ${sql.join(this.columns(table).map((c) => sql.ref(c)))}`;
+        return { compile: () => query.compile(d) };
+      });
+      const args: unknown[] = [ctx.now, ctx.memberId];
+      for (let k = 0; k < n; k++) {
+        const item = part[k];
+        args.push(item ? item.id : null, item && item.value !== null ? type.toDb(item.value, this.dialect) : null);
+      }
+      for (const row of (await db.executeQuery<RawRow>(t.with(args))).rows) written.set(row.id, row);
     }
     const rows = given.flatMap(({ id }) => written.get(id) ?? []);
     this.wrote(db, table, rows.length);
