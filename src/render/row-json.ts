@@ -37,12 +37,21 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
+/** The records of expanded rows, rendered once per answer however many of its rows link to them (a page of one customer's orders). */
+const expandedRecords = new WeakMap<RawRow, string>();
+
 /** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
 function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
   const records: string[] = [];
   for (const id of linkIds(decodeLink(value, dialect))) {
     const row = expansion.rows.get(id);
-    if (row !== undefined) records.push(recordJson(expansion.table, row, dialect));
+    if (row === undefined) continue;
+    let record = expandedRecords.get(row);
+    if (record === undefined) {
+      record = recordJson(expansion.table, row, dialect);
+      expandedRecords.set(row, record);
+    }
+    records.push(record);
   }
   return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
 }

@@ -70,6 +70,12 @@ export interface Dialect extends ValueCodec {
   textKeyPrefix: number | null;
   /** Where NULLs sort when an ORDER BY names no NULLS FIRST/LAST (SQLite: smallest; PostgreSQL: largest). */
   nullsFirstByDefault(direction: 'asc' | 'desc'): boolean;
+  /**
+   * `value` is among the values of the uncorrelated `subquery` (a key set, such as the rows linking
+   * to one row), written so that the database reads the set first and finds the rows by their key
+   * rather than probing the set from each row of a list's order (store/links/link-sql.ts).
+   */
+  inKeySet(value: RawBuilder<unknown>, subquery: RawBuilder<unknown>): RawBuilder<SqlBool>;
   /** Some element of the JSON array in `column` equals the scalar `value`, with its JSON type. */
   listContains(column: string, value: string | number | boolean): RawBuilder<SqlBool>;
   /** The text at `path` (object keys) within the JSON in `column`; NULL where there is none (a flow's trigger table). */

@@ -5,6 +5,7 @@ import type { SortKey } from '../domain/row-sort.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
 import type { RowColumn } from '../domain/row-columns.ts';
 import { compileLinkFilter } from './links/link-sql.ts';
+import { isIndexed } from '../domain/field-types/registry.ts';
 
 /** Filters, orders and keyset conditions of row lists, compiled to SQL for either dialect. */
 
@@ -41,11 +42,18 @@ export function indexKey(dialect: Dialect, column: string, kind: ColumnKind): Ra
   return dialect.textKeyPrefix !== null && kind === 'text' ? sql`left(${col}, ${sql.lit(dialect.textKeyPrefix)})` : sql`${col}`;
 }
 
-/** A comparison of a column with a value, written so that an index on the column's key can serve it. */
+/**
+ * A comparison of a column with a value, written so that an index on the column's key can serve it.
+ * A text field without an index of its own is compared whole: its prefix would serve no index, and
+ * the planner keeps statistics of the column but none of an expression no index holds. (PostgreSQL
+ * took `left(country, 256) = 'JP'` for 0.5% of the customers where a tenth were, and answered a
+ * list of orders filtered through their customer by reading and sorting every matching order
+ * instead of walking the sort index: docs/decisions.md, "Links: speed".)
+ */
 function compare(target: RowColumn, op: keyof typeof COMPARISONS, value: unknown, dialect: Dialect): RawBuilder<SqlBool> {
   const column = sql.ref(target.column);
   const exact = sql<SqlBool>`${column} ${sql.raw(COMPARISONS[op])} ${value}`;
-  if (!prefixed(target, dialect)) return exact;
+  if (!prefixed(target, dialect) || !isIndexed(target.field)) return exact;
   const key = indexKey(dialect, target.column, 'text');
   const n = dialect.textKeyPrefix;
   // A value shorter than the prefix compares with a column's prefix exactly as with the whole column.
@@ -58,19 +66,27 @@ function compare(target: RowColumn, op: keyof typeof COMPARISONS, value: unknown
 /**
  * A filter as SQL. `row` names the table (or alias) of the row it is about, for the links it
  * follows: their subqueries refer to that row's id (compileLinkFilter, links/link-sql.ts).
- * `level` is how many links the filter is inside of.
+ * `level` is how many links the filter is inside of. `start`, at the top: where every row answered
+ * must meet `f` (the filter itself and the items of its `_and`s, not under `_or` or `_not`), the
+ * first set of ids such a condition names may be where the database starts (Dialect.inKeySet).
  */
-export function compileFilter(f: RowFilter, dialect: Dialect, row?: string, level = 0): RawBuilder<SqlBool> {
+export function compileFilter(f: RowFilter, dialect: Dialect, row?: string, level = 0, start: { open: boolean } | null = level === 0 ? { open: true } : null): RawBuilder<SqlBool> {
   switch (f.kind) {
     case 'and':
     case 'or':
-      return joined(f.items.map((i) => compileFilter(i, dialect, row, level)), f.kind);
+      return joined(
+        f.items.map((i) => compileFilter(i, dialect, row, level, f.kind === 'and' ? start : null)),
+        f.kind,
+      );
     case 'not':
       // The exact complement: a row whose compared value is null matches `_not`, as it does not match the inner filter.
-      return sql<SqlBool>`((${compileFilter(f.item, dialect, row, level)}) is not true)`;
-    case 'link':
+      return sql<SqlBool>`((${compileFilter(f.item, dialect, row, level, null)}) is not true)`;
+    case 'link': {
       if (row === undefined) throw new Error('compileFilter: a link filter needs the row it is about');
-      return compileLinkFilter(f, row, level, (inner, alias) => compileFilter(inner, dialect, alias, level + 1));
+      const keySet = start?.open === true && f.mode === 'linksTo';
+      if (keySet && start) start.open = false;
+      return compileLinkFilter(f, row, level, (inner, alias) => compileFilter(inner, dialect, alias, level + 1), keySet ? dialect : null);
+    }
     case 'isNull':
       return f.isNull ? sql<SqlBool>`${sql.ref(f.target.column)} is null` : sql<SqlBool>`${sql.ref(f.target.column)} is not null`;
     case 'has':

@@ -36,6 +36,9 @@ export interface FileAttachments {
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
+/** Rows per statement of updateEach (two bound values each). */
+const UPDATE_EACH = 1000;
+
 /** Compiled statements of a table version, by purpose (its column lists and decoders are the version's CompiledTable). */
 const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate<RawRow>>());
 
@@ -224,12 +227,8 @@ export class RowStore {
     return rows[0];
   }
 
-  /**
-   * Partial update; undefined when there is no such row. updatedAt always moves, even within one
-   * millisecond. `links` false: a link value written by LinkWrites itself (the other side of a
-   * pair, an unlink), which has done what following it would do.
-   */
-  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, links = true): Promise<RawRow | undefined> {
+  /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
+  async update(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     if (!ROW_ID.test(id)) return undefined;
     await this.attachFiles(db, table, id, values, ctx.now);
     const changes = Object.entries(this.encode(values));
@@ -251,8 +250,50 @@ export class RowStore {
       changedFields: RowStore.changedFields(values),
     });
     this.wrote(db, table, rows.length);
-    if (links && rows.length > 0) await this.linked(db, table, [{ id, values, created: false }], ctx);
+    if (rows.length > 0) await this.linked(db, table, [{ id, values, created: false }], ctx);
     return rows[0];
+  }
+
+  /**
+   * One field set on many rows, each to a value of its own, in one statement per 1,000 rows, with
+   * each row's update entry: what `update` with `links` false does row by row (the other side of
+   * a pair, an unlink: LinkWrites), set-based. In a transaction only. Rows that are gone are
+   * skipped; answers the rows written, in the order given.
+   */
+  async updateEach(db: Db, table: TableDef, field: FieldDef, items: readonly { id: string; value: unknown }[], ctx: WriteContext): Promise<RawRow[]> {
+    if (!db.isTransaction) throw new Error('RowStore.updateEach: in a transaction');
+    const given = items.filter((item) => ROW_ID.test(item.id));
+    for (const { id, value } of given) await this.attachFiles(db, table, id, new Map([[field, value]]), ctx.now);
+    const type = fieldType(field.type);
+    const columnType = sql.raw(this.dialect.columnType(type.column));
+    const column = fieldColumn(field.id);
+    const written = new Map<string, RawRow>();
+    for (let i = 0; i < given.length; i += UPDATE_EACH) {
+      const part = given.slice(i, i + UPDATE_EACH);
+      // Compiled once per table version, field and size; a part is padded with rows that match none
+      // (a null id) to the next power of two, so a few sizes serve every part (building the
+      // statement of 1,000 rows anew took 30 ms, more than running it).
+      const n = Math.min(UPDATE_EACH, 2 ** Math.ceil(Math.log2(part.length)));
+      const t = this.template(db, table, `update-each:${column}:${n}`, (d, arg) => {
+        // The values typed by a cast (PostgreSQL types a VALUES list by its values, a bound one as text).
+        const values = sql.join(Array.from({ length: n }, (_, k) => sql`(${arg(2 + 2 * k)}, cast(${arg(3 + 2 * k)} as ${columnType}))`));
+        const query = sql<RawRow>`with rh_given (rh_id, rh_value) as (values ${values})
+          update ${sql.table(table.physical)} set ${sql.ref(column)} = rh_given.rh_value, updated_at = ${this.dialect.nextTimestamp('updated_at', arg(0))}, updated_by = ${arg(1)}
+          from rh_given where ${sql.ref(`${table.physical}.id`)} = rh_given.rh_id
+          returning ${sql.join(this.columns(table).map((c) => sql.ref(c)))}`;
+        return { compile: () => query.compile(d) };
+      });
+      const args: unknown[] = [ctx.now, ctx.memberId];
+      for (let k = 0; k < n; k++) {
+        const item = part[k];
+        args.push(item ? item.id : null, item && item.value !== null ? type.toDb(item.value, this.dialect) : null);
+      }
+      for (const row of (await db.executeQuery<RawRow>(t.with(args))).rows) written.set(row.id, row);
+    }
+    const rows = given.flatMap(({ id }) => written.get(id) ?? []);
+    this.wrote(db, table, rows.length);
+    await this.logged(db, table, ctx, rows.map((row) => ({ type: 'update', rowId: row.id, row, changedFields: [field.code] })));
+    return rows;
   }
 
   /**

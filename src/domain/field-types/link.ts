@@ -97,6 +97,9 @@ export const linkType: FieldType = {
   },
   ...jsonColumn,
   fromDb: decodeLink,
+  // As answered: SQLite's stored JSON text itself (an id's string, an array of ids), not parsed to be
+  // written out again (a customer's 20,000 order ids); PostgreSQL's driver has decoded it already.
+  jsonFromDb: (raw, codec) => (typeof raw === 'string' && (raw[0] === '"' || raw[0] === '[') ? raw : JSON.stringify(decodeLink(raw, codec))),
   // A single link's cell is the id itself; a multiple link's, the JSON array.
   toText: (value) => (typeof value === 'string' ? value : JSON.stringify(value)),
   fromText(text) {

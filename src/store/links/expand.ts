@@ -3,7 +3,7 @@ import { decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.
 import { fieldColumn } from '../../domain/row-columns.ts';
 import type { RawRow } from '../../domain/row.ts';
 import type { TableDef } from '../../domain/table.ts';
-import type { Db } from '../database.ts';
+import { type Db, readRows } from '../database.ts';
 import type { Dialect } from '../dialect.ts';
 import type { TableCatalog } from '../table-catalog.ts';
 
@@ -18,7 +18,7 @@ export type Expanded = ReadonlyMap<string, Expansion>;
 
 /**
  * Reads the rows the `fields` link to from the given rows (each of its own table), in one
- * statement per field and 500 ids. A field of a table none of the rows is of reads nothing.
+ * statement per field and 1,000 ids. A field of a table none of the rows is of reads nothing.
  */
 export async function expandLinks(db: Db, dialect: Dialect, catalog: TableCatalog, rows: readonly { table: TableDef; row: RawRow | null }[], fields: readonly FieldDef[]): Promise<Expanded> {
   const out = new Map<string, Expansion>();
@@ -33,8 +33,9 @@ export async function expandLinks(db: Db, dialect: Dialect, catalog: TableCatalo
     if (!target) continue;
     const found = new Map<string, RawRow>();
     const list = [...ids];
-    for (let i = 0; i < list.length; i += 500) {
-      const part = await db.selectFrom(target.physical).select(target.compiled.columns).where('id', 'in', list.slice(i, i + 500)).execute();
+    for (let i = 0; i < list.length; i += 1000) {
+      // A read as a page's: on SQLite's read connection outside a transaction (readRows).
+      const part = await readRows(db, db.selectFrom(target.physical).select(target.compiled.columns).where('id', 'in', list.slice(i, i + 1000)).compile());
       for (const r of part as RawRow[]) found.set(r.id, r);
     }
     out.set(field.id, { table: target, rows: found });

@@ -49,6 +49,11 @@ export const postgresDialect: Dialect = {
   // PostgreSQL binds at most 65,535 parameters per statement.
   rowsPerInsert: (columns) => Math.max(1, Math.floor(30_000 / columns)),
   nullsFirstByDefault: (direction) => direction === 'desc',
+  // The set as an array computed once (an InitPlan), whose size the planner does not guess from
+  // the column's statistics: it then reads the rows by primary key (= ANY) and sorts them, where an
+  // IN semi-join, expected to meet its first matches early, walked a list's sort order through
+  // every row before them (2.2 s for a page of the 20,000 orders of one customer that lie last).
+  inKeySet: (value, subquery) => sql<SqlBool>`${value} = any(array(${subquery}))`,
   listContains: (column, value) => sql<SqlBool>`${sql.ref(column)} @> ${JSON.stringify([value])}::jsonb`,
   jsonListWithin: (column, values) => sql<SqlBool>`${sql.ref(column)} <@ ${JSON.stringify(values)}::jsonb`,
   jsonTextAt: (column, path) => sql<string | null>`${sql.ref(column)} #>> ${[...path]}::text[]`,

@@ -44,6 +44,8 @@ export const sqliteDialect: Dialect = {
   textKeyPrefix: null,
   rowsPerInsert: () => 1,
   nullsFirstByDefault: (direction) => direction === 'asc',
+  // SQLite's planner starts from the set when its statistics say the set is small.
+  inKeySet: (value, subquery) => sql<SqlBool>`${value} in (${subquery})`,
   listContains(column, value) {
     const element = sql`select 1 from json_each(${sql.ref(column)}) as e`;
     if (typeof value === 'boolean') return sql<SqlBool>`exists (${element} where e.type = ${value ? 'true' : 'false'})`;
