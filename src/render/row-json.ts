@@ -37,6 +37,26 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
+/**
+ * The record texts change entries were rendered with (ChangeLog's render, entryRecordJson), by
+ * row: the answer to a single-row write renders the same text (no file links, no expansion), and
+ * takes it from here rather than render the row a second time. Kept as long as the row object is.
+ */
+const entryRecords = new WeakMap<RawRow, string>();
+
+/** A change entry's record (recordJson without file links), kept for the answer to the same write. */
+export function entryRecordJson(table: TableDef, raw: RawRow, dialect: Dialect): string {
+  const text = recordJson(table, raw, dialect);
+  entryRecords.set(raw, text);
+  return text;
+}
+
+/** recordJson of a written row: the text its change entry was rendered with, where the answer is that text. */
+export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  const kept = links === undefined && expanded === undefined ? entryRecords.get(raw) : undefined;
+  return kept ?? recordJson(table, raw, dialect, links, expanded);
+}
+
 /** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
 function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
   const records: string[] = [];
