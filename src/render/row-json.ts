@@ -74,11 +74,18 @@ export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: D
   return `${out}]`;
 }
 
+/** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer. */
+export function writtenRecordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  let out = '[';
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + writtenRecordJson(table, rows[i], dialect, links, expanded);
+  return `${out}]`;
+}
+
 /** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */
 export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
   let out = '{"data":[';
   results.forEach(({ type, table, row }, i) => {
-    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect, links, expanded)}}`;
+    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : writtenRecordJson(table, row, dialect, links, expanded)}}`;
   });
   return `${out}]}`;
 }
