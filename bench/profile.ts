@@ -7,6 +7,9 @@
 //   `orders` field on a table of 1,000 customers, each row linking one of them)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
+// PROFILE_LOG_LEVEL=info runs the service as users do by default, with its access log (stdout read by this process).
+// Beside the profile: the server process's CPU per request, and on PostgreSQL the database's (its
+// connections' processes), with its transactions, statements' rows and WAL records per request.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,7 +20,8 @@ import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
 import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
-import { BENCH_KEY, ROOT, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, cpuMs, startFloor, startService } from './support/processes.ts';
+import pg from 'pg';
 
 const WORKLOAD = process.argv[2] ?? 'get';
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -53,10 +57,19 @@ function source(frame: ProfileNode['callFrame']): { url: string; line: number } 
   return { url: path.resolve(path.dirname(BUNDLE), entry.originalSource), line: entry.originalLine };
 }
 
-function summarise(profile: Profile): void {
+/**
+ * Sums the profile's self times from `fromMs` to `toMs` after the process started (its start, the
+ * warm-up and its stop left out, which at a few seconds of load weigh as much as the load), and says each share's
+ * CPU µs per request (`requests` answered in that window).
+ */
+function summarise(profile: Profile, fromMs: number, toMs: number, requests: number): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfMs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfMs.set(id, (selfMs.get(id) ?? 0) + profile.timeDeltas[i] / 1000));
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] / 1000;
+    if (at >= fromMs && at <= toMs) selfMs.set(id, (selfMs.get(id) ?? 0) + profile.timeDeltas[i] / 1000);
+  });
   const total = [...selfMs.values()].reduce((a, b) => a + b, 0);
   const modules = new Map<string, number>();
   const functions = new Map<string, number>();
@@ -72,17 +85,48 @@ function summarise(profile: Profile): void {
   }
   const busy = [...modules.values()].reduce((a, b) => a + b, 0);
   const top = (m: Map<string, number>, k: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, k);
-  console.log(`\nbusy ${busy.toFixed(0)} ms of ${total.toFixed(0)} ms sampled; self time by module:`);
-  for (const [name, ms] of top(modules, 18)) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
+  const share = (ms: number) => `${((100 * ms) / busy).toFixed(1).padStart(5)}% ${((1000 * ms) / requests).toFixed(1).padStart(6)} µs/req`;
+  console.log(`\nthe measured load only: busy ${busy.toFixed(0)} ms of ${total.toFixed(0)} ms sampled (${((1000 * busy) / requests).toFixed(0)} µs a request); self time by module:`);
+  for (const [name, ms] of top(modules, 18)) console.log(`  ${share(ms)}  ${name}`);
   console.log('\ntop functions by self time:');
-  for (const [name, ms] of top(functions, Number(process.env.PROFILE_TOP ?? 25))) console.log(`  ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${name}`);
+  for (const [name, ms] of top(functions, Number(process.env.PROFILE_TOP ?? 25))) console.log(`  ${share(ms)}  ${name}`);
+}
+
+/**
+ * PostgreSQL: what the database has done so far for the connections to it: its processes' CPU time
+ * (ms; the connections open now, which the services' pools keep), committed transactions, rows
+ * inserted and updated, WAL records and bytes. null on SQLite.
+ */
+async function databaseActivity(): Promise<{ cpuMs: number; xacts: number; inserted: number; updated: number; walRecords: number; walBytes: number } | null> {
+  if (!postgres) return null;
+  const client = new pg.Client({ connectionString: postgres.url });
+  await client.connect();
+  try {
+    const { rows: pids } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+    let cpu = 0;
+    for (const { pid } of pids) {
+      try {
+        cpu += cpuMs(pid).total;
+      } catch {
+        // the connection ended meanwhile
+      }
+    }
+    // Statistics are flushed by each backend at most once a second: give them time.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await client.query('select pg_stat_clear_snapshot()');
+    const { rows: [d] } = await client.query('select xact_commit::float8 as x, tup_inserted::float8 as i, tup_updated::float8 as u from pg_stat_database where datname = current_database()');
+    const { rows: [w] } = await client.query('select wal_records::float8 as r, wal_bytes::float8 as b from pg_stat_wal');
+    return { cpuMs: cpu, xacts: d.x, inserted: d.i, updated: d.u, walRecords: w.r, walBytes: w.b };
+  } finally {
+    await client.end();
+  }
 }
 
 const ds = await dataset();
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rh-prof-'));
 const profiles = path.join(dir, 'profiles');
 const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
-const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}), ...(process.env.PROFILE_LOG_LEVEL ? { ROWHOUSE_LOG_LEVEL: process.env.PROFILE_LOG_LEVEL } : {}) };
 let service = await startService(env);
 const table = await createBenchTable(service.url);
 await loadThroughApi(service.url, 'bench', N);
@@ -95,6 +139,7 @@ await service.stop();
 
 const FLOOR = process.env.PROFILE_FLOOR === '1';
 process.env.PROFILE_SERVICE = profiles;
+const profiledFrom = performance.now();
 service = FLOOR
   ? await startFloor(postgres ? postgres.url : path.join(dir, 'rowhouse.db'), [
       { physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) },
@@ -135,6 +180,10 @@ const floorRequests = {
   get: { path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
 };
 const requests: Record<string, Parameters<typeof load>[1]> = FLOOR ? floorRequests : serviceRequests;
+/** When the measured load began (ms after the profiled process was started), and the requests it answered. */
+let measuredFrom = 0;
+let measuredTo = Number.POSITIVE_INFINITY;
+let answered = 1;
 if (WORKLOAD === 'import') {
   const rows = Number(process.argv[3] ?? 200_000);
   await createBenchTable(service.url, 'imported');
@@ -145,12 +194,27 @@ if (WORKLOAD === 'import') {
   if (!(WORKLOAD in requests)) throw new Error(`unknown workload ${WORKLOAD}: use import, ${Object.keys(requests).join(', ')}`);
   const request = requests[WORKLOAD];
   await load(service.url, request, 1);
+  const pid = service.child.pid as number;
+  measuredFrom = performance.now() - profiledFrom;
+  const cpu0 = cpuMs(pid).total;
+  const db0 = await databaseActivity();
   const result = await load(service.url, request, SECONDS);
+  measuredTo = performance.now() - profiledFrom;
+  const cpu = cpuMs(pid).total - cpu0;
+  const db1 = await databaseActivity();
+  answered = result.rps * SECONDS;
   console.log(`${WORKLOAD} on ${FLOOR ? 'the floor, ' : ''}${postgres ? 'PostgreSQL' : 'SQLite'}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+  console.log(`  per request: server process CPU ${((cpu * 1000) / answered).toFixed(0)} µs`);
+  if (db0 && db1) {
+    const per = (k: keyof typeof db0, scale = 1) => ((db1[k] - db0[k]) * scale) / answered;
+    console.log(
+      `  per request, PostgreSQL: CPU ${per('cpuMs', 1000).toFixed(0)} µs, transactions ${per('xacts').toFixed(2)}, rows inserted ${per('inserted').toFixed(2)}, updated ${per('updated').toFixed(2)}, WAL records ${per('walRecords').toFixed(1)}, WAL bytes ${per('walBytes').toFixed(0)}`,
+    );
+  }
 }
 await service.stop();
 await postgres?.stop();
 const file = fs.readdirSync(profiles).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
-summarise(JSON.parse(fs.readFileSync(path.join(profiles, file), 'utf8')) as Profile);
+summarise(JSON.parse(fs.readFileSync(path.join(profiles, file), 'utf8')) as Profile, measuredFrom, measuredTo, answered);
 fs.rmSync(dir, { recursive: true, force: true });

@@ -27,7 +27,7 @@ import { LinkWrites } from './store/links/link-writes.ts';
 import { TableCatalog } from './store/table-catalog.ts';
 import { ChangeLog } from './store/change-log.ts';
 import { IdempotencyStore } from './store/idempotency-store.ts';
-import { recordJson } from './render/row-json.ts';
+import { entryRecordJson } from './render/row-json.ts';
 import { ChangeStreams } from './stream/change-streams.ts';
 import { signedChangeStreamRoutes } from './http/change-stream-routes.ts';
 
@@ -108,7 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('files', files);
   app.addHook('onClose', () => files.close());
 
-  const changes = config.changeLog ? new ChangeLog(database, (table, row) => recordJson(table, row, database.dialect)) : undefined;
+  const changes = config.changeLog ? new ChangeLog(database, (table, row) => entryRecordJson(table, row, database.dialect)) : undefined;
   const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
   const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),

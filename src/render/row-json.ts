@@ -40,6 +40,26 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
 /** The records of expanded rows, rendered once per answer however many of its rows link to them (a page of one customer's orders). */
 const expandedRecords = new WeakMap<RawRow, string>();
 
+/**
+ * The record texts change entries were rendered with (ChangeLog's render, entryRecordJson), by
+ * row: the answer to a single-row write renders the same text (no file links, no expansion), and
+ * takes it from here rather than render the row a second time. Kept as long as the row object is.
+ */
+const entryRecords = new WeakMap<RawRow, string>();
+
+/** A change entry's record (recordJson without file links), kept for the answer to the same write. */
+export function entryRecordJson(table: TableDef, raw: RawRow, dialect: Dialect): string {
+  const text = recordJson(table, raw, dialect);
+  entryRecords.set(raw, text);
+  return text;
+}
+
+/** recordJson of a written row: the text its change entry was rendered with, where the answer is that text. */
+export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  const kept = links === undefined && expanded === undefined ? entryRecords.get(raw) : undefined;
+  return kept ?? recordJson(table, raw, dialect, links, expanded);
+}
+
 /** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
 function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
   const records: string[] = [];
@@ -63,11 +83,18 @@ export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: D
   return `${out}]`;
 }
 
+/** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer. */
+export function writtenRecordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  let out = '[';
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + writtenRecordJson(table, rows[i], dialect, links, expanded);
+  return `${out}]`;
+}
+
 /** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */
 export function batchJson(results: readonly { type: string; table: TableDef; row: RawRow | null }[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
   let out = '{"data":[';
   results.forEach(({ type, table, row }, i) => {
-    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : recordJson(table, row, dialect, links, expanded)}}`;
+    out += `${i === 0 ? '' : ','}{"type":${JSON.stringify(type)},"row":${row === null ? 'null' : writtenRecordJson(table, row, dialect, links, expanded)}}`;
   });
   return `${out}]}`;
 }

@@ -8,7 +8,7 @@ import type { Files } from '../files/files.ts';
 import type { RowReadPlan } from '../plan/row-plans.ts';
 import type { Dialect } from '../store/dialect.ts';
 import type { Expanded } from '../store/links/expand.ts';
-import { JSON_TYPE, batchJson, recordJson, recordsJson } from './row-json.ts';
+import { JSON_TYPE, batchJson, recordsJson, writtenRecordJson, writtenRecordsJson } from './row-json.ts';
 
 /**
  * The render stage of the rows routes: records as JSON, a page's nextUrl and Link header, and the
@@ -34,16 +34,16 @@ async function tableLinks(files: Files, table: TableDef, rows: readonly RawRow[]
   return linksFor(files, rows.map((row) => ({ table, row })));
 }
 
-/** One row: GET, POST, PATCH /rows. */
+/** One row: GET, POST, PATCH /rows (a written row's record as its change entry was rendered, when that is the answer). */
 export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: TableDef, row: RawRow, expanded?: Expanded): Promise<FastifyReply> {
   const links = table.hasFiles ? await tableLinks(deps.files, table, [row]) : undefined;
-  return reply.type(JSON_TYPE).send(recordJson(table, row, deps.database.dialect, links, expanded));
+  return reply.type(JSON_TYPE).send(writtenRecordJson(table, row, deps.database.dialect, links, expanded));
 }
 
 /** Rows of one table as `{"data": [...]}`: the bulk writes. */
 export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[], expanded?: Expanded): Promise<FastifyReply> {
   const links = table.hasFiles ? await tableLinks(deps.files, table, rows) : undefined;
-  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(table, rows, deps.database.dialect, links, expanded)}}`);
+  return reply.type(JSON_TYPE).send(`{"data":${writtenRecordsJson(table, rows, deps.database.dialect, links, expanded)}}`);
 }
 
 /**

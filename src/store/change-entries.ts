@@ -15,16 +15,19 @@ export interface RowChange {
 }
 
 /**
- * What a single-row write outside any transaction did, for its entry (see ChangeLog.writeAlone).
- * `upsert`: PostgreSQL's one-statement upsert, whose row says whether it was `inserted`.
+ * What a single-row write did, for its entry (see ChangeLog.writeAlone). A `create` carries its
+ * row as it was bound (RowStore.newRow): the insert returns only the id, and the row as bound
+ * decodes and renders as the row read back does. `upsert`: PostgreSQL's one-statement upsert,
+ * whose row says whether it was `inserted`.
  */
-export type LoneWrite = { type: 'create' } | { type: 'delete' } | { type: 'update' | 'upsert'; changedFields: string[] };
+export type LoneWrite = { type: 'create'; row: RawRow } | { type: 'delete' } | { type: 'update' | 'upsert'; changedFields: string[] };
 
-/** The change a write made to `row` (as RETURNING gave it: a delete's holds the id only). */
+/** The change a write made to `row` (as RETURNING gave it: a delete's and a create's hold the id only). */
 export function changeOf(what: LoneWrite, row: RawRow): RowChange {
   const rowId = row.id;
   if (what.type === 'delete') return { type: 'delete', rowId, row: null, changedFields: null };
-  if (what.type === 'create' || row.inserted === true) return { type: 'create', rowId, row, changedFields: null };
+  if (what.type === 'create') return { type: 'create', rowId, row: what.row, changedFields: null };
+  if (row.inserted === true) return { type: 'create', rowId, row, changedFields: null };
   return { type: 'update', rowId, row, changedFields: what.changedFields };
 }
 
@@ -40,6 +43,8 @@ export interface PendingEntries {
 export interface EntryMaker {
   /** An entry's type, row id, row (its JSON text) and changed fields (theirs), as the statements bind them. */
   entryFields(table: TableDef, c: RowChange): unknown[];
+  /** A row's record, as an entry keeps it (its JSON text). */
+  recordText(table: TableDef, row: RawRow): string;
   /** A statement of a table version's by key, made once. */
   tableStatement(table: TableDef, key: string, make: () => string): string;
   /** A statement's SQL by key, made once. */

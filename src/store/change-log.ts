@@ -188,6 +188,11 @@ export class ChangeLog implements EntryMaker {
     return [c.type, c.rowId, c.row === null ? null : this.render(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields)];
   }
 
+  /** A row's record as an entry keeps it. */
+  recordText(table: TableDef, row: RawRow): string {
+    return this.render(table, row);
+  }
+
   /** A statement of a table version's by key, made once (at most 200 kept per version: updates differ by the fields they set). */
   tableStatement(table: TableDef, key: string, make: () => string): string {
     const statements = table.compiled.memo(entryStatements);

@@ -161,12 +161,28 @@ export class RowStore {
     return row;
   }
 
-  private insertTemplate(db: Db, table: TableDef, ifAbsent: boolean): QueryTemplate {
+  /**
+   * A row as newRow made it, as the database would return it: the values as bound decode and
+   * render as the ones read back do (RawRow). A create answers it and logs it, so its insert
+   * returns only the id: the database neither renders nor sends the row back.
+   */
+  private boundRow(table: TableDef, row: unknown[]): RawRow {
     const columns = this.columns(table);
-    return this.template(db, table, ifAbsent ? 'insert-if-absent' : 'insert', (d, arg) => {
+    const raw: Record<string, unknown> = {};
+    for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
+    // newRow filled the system columns first, in SYSTEM order.
+    return raw as RawRow;
+  }
+
+  /** The single-row insert (its id returned, or none when `ifAbsent` and the id exists), and the row it writes. */
+  private insertOne(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext, ifAbsent: boolean): { query: CompiledQuery; what: LoneWrite & { type: 'create' } } {
+    const columns = this.columns(table);
+    const t = this.template(db, table, ifAbsent ? 'insert-if-absent' : 'insert', (d, arg) => {
       const q = d.insertInto(table.physical).values(Object.fromEntries(columns.map((c, i) => [c, arg(i)])));
-      return (ifAbsent ? q.onConflict((oc) => oc.column('id').doNothing()) : q).returning(columns);
+      return (ifAbsent ? q.onConflict((oc) => oc.column('id').doNothing()) : q).returning('id');
     }, 'byId');
+    const row = this.newRow(table, id, values, ctx);
+    return { query: t.with(row), what: { type: 'create', row: this.boundRow(table, row) } };
   }
 
   /** The physical columns a record is made from. */
@@ -208,10 +224,11 @@ export class RowStore {
   async insert(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow> {
     await this.attachFiles(db, table, id, values, ctx.now);
     try {
-      const [row] = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, false).with(this.newRow(table, id, values, ctx)), { type: 'create' });
+      const { query, what } = this.insertOne(db, table, id, values, ctx, false);
+      await this.writeOne(db, table, ctx, query, what);
       this.wrote(db, table, 1);
       await this.linked(db, table, [{ id, values, created: true }], ctx);
-      return row;
+      return what.row;
     } catch (err) {
       if (err instanceof ServiceError) throw err;
       throw toServiceError(err, this.dialect, { kind: 'row', id }) ?? err;
@@ -221,10 +238,12 @@ export class RowStore {
   /** Inserts unless the id exists, without failing (and so without aborting a PostgreSQL transaction). */
   async insertIfAbsent(db: Db, table: TableDef, id: string, values: Map<FieldDef, unknown>, ctx: WriteContext): Promise<RawRow | undefined> {
     await this.attachFiles(db, table, id, values, ctx.now);
-    const rows = await this.writeOne(db, table, ctx, this.insertTemplate(db, table, true).with(this.newRow(table, id, values, ctx)), { type: 'create' });
+    const { query, what } = this.insertOne(db, table, id, values, ctx, true);
+    const rows = await this.writeOne(db, table, ctx, query, what);
     this.wrote(db, table, rows.length);
-    if (rows.length > 0) await this.linked(db, table, [{ id, values, created: true }], ctx);
-    return rows[0];
+    if (rows.length === 0) return undefined;
+    await this.linked(db, table, [{ id, values, created: true }], ctx);
+    return what.row;
   }
 
   /** Partial update; undefined when there is no such row. updatedAt always moves, even within one millisecond. */
@@ -431,12 +450,7 @@ export class RowStore {
     this.wrote(db, table, rows.length);
     await this.linked(db, table, items.map(({ id, values }) => ({ id, values, created: true })), ctx, at);
     // The rows as the database would return them: the values as bound, which decode and render alike.
-    const written = rows.map((row) => {
-      const raw: Record<string, unknown> = {};
-      for (let k = 0; k < columns.length; k++) raw[columns[k]] = row[k];
-      // newRow filled the system columns first, in SYSTEM order.
-      return raw as RawRow;
-    });
+    const written = rows.map((row) => this.boundRow(table, row));
     if (!logged) await this.logged(db, table, ctx, written.map((row) => ({ type: 'create', rowId: row.id, row, changedFields: null })));
     return written;
   }

@@ -13,9 +13,18 @@ import type { Db } from '../dialect.ts';
 export const GUARD_BASE = 2n ** 62n;
 export const BOUND_SPAN = 2 ** 41;
 
+const bitsOf = new Map<string, number>();
+
 /** The 20 bits of a table's id (a UUID) its guards are named by; tables that share them only read more cautiously. */
 export function tableBits(tableId: string): number {
-  return parseInt(tableId.replace(/-/g, '').slice(0, 5), 16) || 0;
+  let bits = bitsOf.get(tableId);
+  if (bits === undefined) {
+    // Every write binds them: worked out once per table.
+    bits = parseInt(tableId.replace(/-/g, '').slice(0, 5), 16) || 0;
+    if (bitsOf.size >= 1000) bitsOf.clear();
+    bitsOf.set(tableId, bits);
+  }
+  return bits;
 }
 
 /**

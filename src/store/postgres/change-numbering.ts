@@ -2,6 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { changeNumbers } from '../../domain/row-columns.ts';
 import { newRowSystemJson } from '../../domain/record-system-json.ts';
 import type { TableDef } from '../../domain/table.ts';
+import { TableMemo } from '../../domain/compiled-table.ts';
 import type { RawRow } from '../../domain/row.ts';
 import { ENTRY_COLUMNS, type EntryMaker, type LoneWrite, PER_STATEMENT } from '../change-entries.ts';
 import type { ChangeNumbering, EntryContext } from '../dialect.ts';
@@ -46,17 +47,19 @@ function insertedWithEntries(table: TableDef, insert: string, params: number): s
 }
 
 /**
- * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote; $1… its own
- * parameters) and its entry in one statement. Its number is taken only when the write returned its
- * row, after the guard is held (the number's CTE reads the guard's). Binds after the write's own:
- * table id, the table's bits, occurredAt, member id, and for an update or upsert the changed fields.
+ * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote, or a
+ * create's and a delete's only its id; $1… its own parameters) and its entry in one statement. Its
+ * number is taken only when the write returned its row, after the guard is held (the number's CTE
+ * reads the guard's). Binds after the write's own: table id, the table's bits, occurredAt, member
+ * id, and for an update or upsert the changed fields, for a create its record (rendered as the
+ * answer is: the database need not render it, nor return the row).
  */
 function withEntry(write: string, params: number, what: LoneWrite, table: TableDef): string {
   const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
   const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
-  const row = what.type === 'delete' ? 'null' : recordJsonSql(table, 'w', postgresDialect);
+  const row = what.type === 'delete' ? 'null' : what.type === 'create' ? `${fields}::text` : recordJsonSql(table, 'w', postgresDialect);
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
   return `with w as (${write}),
     ${guardCte(table.id, bits)},
@@ -65,16 +68,27 @@ function withEntry(write: string, params: number, what: LoneWrite, table: TableD
     select * from w`;
 }
 
+/** Each table version's single-row statements with their entries (withEntry), by the kind of write and the write's own text. */
+const lonely = new TableMemo('single-row writes with their change entries, by kind and statement', () => new Map<string, Map<string, string>>());
+
 /** `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
 function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite): CompiledQuery {
-  const text = log.tableStatement(table, `${what.type}\u0000${write.sql}`, () => {
-    const made = withEntry(write.sql, write.parameters.length, what, table);
-    prepare(made);
-    return made;
-  });
+  // Found by the write's text as it is (a string made once: its hash is kept), not by a key joined anew for every write.
+  const byKind = table.compiled.memo(lonely);
+  let texts = byKind.get(what.type);
+  if (!texts) byKind.set(what.type, (texts = new Map()));
+  let text = texts.get(write.sql);
+  if (text === undefined) {
+    text = withEntry(write.sql, write.parameters.length, what, table);
+    prepare(text);
+    // Updates differ by the fields they set: at most 200 kept per kind and version.
+    if (texts.size >= 200) texts.clear();
+    texts.set(write.sql, text);
+  }
   const params = [...write.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId];
-  // The changed fields are bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
+  // Bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
   if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
+  else if (what.type === 'create') params.push(log.recordText(table, what.row));
   return CompiledQuery.raw(text, params);
 }
 
