@@ -83,11 +83,15 @@ function requireBuild(): void {
   buildChecked = true;
 }
 
-/** The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own. */
+/**
+ * The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own, at
+ * its default log level (info: an access-log line per request, read from its stdout here as a log
+ * collector would) unless `env` sets ROWHOUSE_LOG_LEVEL.
+ */
 export async function startService(env: Record<string, string>): Promise<Proc> {
   requireBuild();
   const port = await freePort();
-  return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn', ...env }, port, '/healthz');
+  return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz');
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */
