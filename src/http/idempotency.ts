@@ -104,20 +104,24 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
   };
 
   const admit = async (request: FastifyRequest, reply: FastifyReply, key: string, keyId: string, slot: string) => {
-    const kept = await store.find(keyId, key);
     let bodyHash: string | undefined;
     let streamedHash: (() => string | undefined) | undefined;
     const body = request.body;
-    if (body instanceof Readable) {
-      if (kept) bodyHash = await hashWhole(body);
-      else {
-        const hashed = hashedStream(body);
-        request.body = hashed.stream;
-        streamedHash = hashed.hash;
-      }
-    } else bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
+    const streamed = body instanceof Readable;
+    if (!streamed) bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
     const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: bodyHash ?? '' };
+    const held = new HeldTransaction<KeptAnswer>(database, {
+      begin: (tx) => store.claim(tx, described),
+      finish: (tx, answer) => store.keep(tx, described, answer),
+    });
+    // Several writers (PostgreSQL): the request's transaction begins here, the key locked and its
+    // record read in its first statement; a record found ends it. Else the record is read outside.
+    // (A streamed body may run long before its first write: its transaction begins with it.)
+    const opened = store.locks && !streamed;
+    const kept = opened ? await held.openWith((tx) => store.open(tx, described)) : await store.find(keyId, key);
     if (kept) {
+      if (opened) await held.end(null);
+      if (body instanceof Readable) described.bodyHash = await hashWhole(body);
       if (kept.method !== described.method || kept.path !== described.path) throw mismatch(key, `${kept.method} ${kept.path}`);
       if (kept.bodyHash !== described.bodyHash) throw mismatch(key, 'another body');
       reply.code(kept.status).header('idempotent-replayed', 'true');
@@ -125,17 +129,12 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       reply.send(kept.body ?? undefined);
       return;
     }
-    request.idempotency = {
-      request: described,
-      slot,
-      keep: true,
-      ended: false,
-      streamedHash,
-      held: new HeldTransaction<KeptAnswer>(database, {
-        begin: (tx) => store.claim(tx, described),
-        finish: (tx, answer) => store.keep(tx, described, answer),
-      }),
-    };
+    if (body instanceof Readable) {
+      const hashed = hashedStream(body);
+      request.body = hashed.stream;
+      streamedHash = hashed.hash;
+    }
+    request.idempotency = { request: described, slot, keep: true, ended: false, streamedHash, held };
   };
 
   // A callback hook: a write without the header (most) costs no promise. A replay has answered: the chain stops.
