@@ -82,6 +82,19 @@ eachDatabase('Idempotency-Key', (kind) => {
     assert.deepEqual(entries.map((c) => c.sequence), [...entries.map((c) => c.sequence)].sort((a, b) => a - b));
   });
 
+  it('runs many idempotent creates at once, more than begin their transactions early, each once', async () => {
+    const keys = Array.from({ length: 16 }, () => fresh());
+    const send = () => Promise.all(keys.map((key, k) => t.post('/api/tables/orders/rows', { id: `many-${k}`, values: { title: `many ${k}` } }, withKey(key))));
+    const first = await send();
+    for (const r of first) assert.equal(r.status, 201, r.text);
+    const again = await send();
+    for (const [k, r] of again.entries()) {
+      assert.equal(r.headers['idempotent-replayed'], 'true');
+      assert.equal(r.text, first[k].text);
+    }
+    assert.equal((await allRows(t, 'orders')).filter((r) => String(r.id).startsWith('many-')).length, 16);
+  });
+
   it('answers 422 for the same key with another body, path or method, and writes nothing', async () => {
     const key = fresh();
     assert.equal((await t.post('/api/tables/orders/rows', { values: { title: 'x' } }, withKey(key))).status, 201);
