@@ -30,12 +30,15 @@ interface Idempotent {
   /** Whether the answer may be kept: not a 409 about the key itself. */
   keep: boolean;
   ended: boolean;
+  /** Whether its transaction began in the stage (counted in `opened` until it ends). */
+  eager: boolean;
   /** A streamed body (an import's file): its hash once it has been read whole, else undefined. */
   streamedHash?: () => string | undefined;
 }
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const OPENED_AT_ONCE = 4;
 const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
 
 /** The header's value, checked: 1–255 printable ASCII characters (else a 400 naming it). */
@@ -85,6 +88,12 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
   api.decorateRequest('idempotency', null);
   /** Keys of requests running on this instance (other instances: IdempotencyStore.claim). */
   const running = new Set<string>();
+  /**
+   * Requests whose transaction began in the stage, each holding a pooled connection while its
+   * handler runs: at most OPENED_AT_ONCE (the pool has 10), so handlers that read outside their
+   * transaction always find a connection; beyond it a request takes the lazy path.
+   */
+  let opened = 0;
 
   const stage = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = headerKey(request.headers[IDEMPOTENCY_HEADER]);
@@ -104,20 +113,32 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
   };
 
   const admit = async (request: FastifyRequest, reply: FastifyReply, key: string, keyId: string, slot: string) => {
-    const kept = await store.find(keyId, key);
     let bodyHash: string | undefined;
     let streamedHash: (() => string | undefined) | undefined;
     const body = request.body;
-    if (body instanceof Readable) {
-      if (kept) bodyHash = await hashWhole(body);
-      else {
-        const hashed = hashedStream(body);
-        request.body = hashed.stream;
-        streamedHash = hashed.hash;
-      }
-    } else bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
+    const streamed = body instanceof Readable;
+    if (!streamed) bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
     const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: bodyHash ?? '' };
+    const held = new HeldTransaction<KeptAnswer>(database, {
+      begin: (tx) => store.claim(tx, described),
+      finish: (tx, answer) => store.keep(tx, described, answer),
+    });
+    // Several writers (PostgreSQL): the request's transaction begins here, the key locked and its
+    // record read in its first statement; a record found ends it. Else the record is read outside.
+    // (A streamed body may run long before its first write: its transaction begins with it.)
+    const eager = store.locks && !streamed && opened < OPENED_AT_ONCE;
+    if (eager) opened++;
+    let kept: Awaited<ReturnType<IdempotencyStore['find']>>;
+    try {
+      kept = eager ? await held.openWith((tx) => store.open(tx, described)) : await store.find(keyId, key);
+      if (kept && eager) await held.end(null);
+    } catch (err) {
+      if (eager) opened--;
+      throw err;
+    }
+    if (kept && eager) opened--;
     if (kept) {
+      if (body instanceof Readable) described.bodyHash = await hashWhole(body);
       if (kept.method !== described.method || kept.path !== described.path) throw mismatch(key, `${kept.method} ${kept.path}`);
       if (kept.bodyHash !== described.bodyHash) throw mismatch(key, 'another body');
       reply.code(kept.status).header('idempotent-replayed', 'true');
@@ -125,17 +146,12 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       reply.send(kept.body ?? undefined);
       return;
     }
-    request.idempotency = {
-      request: described,
-      slot,
-      keep: true,
-      ended: false,
-      streamedHash,
-      held: new HeldTransaction<KeptAnswer>(database, {
-        begin: (tx) => store.claim(tx, described),
-        finish: (tx, answer) => store.keep(tx, described, answer),
-      }),
-    };
+    if (body instanceof Readable) {
+      const hashed = hashedStream(body);
+      request.body = hashed.stream;
+      streamedHash = hashed.hash;
+    }
+    request.idempotency = { request: described, slot, keep: true, ended: false, streamedHash, held, eager };
   };
 
   // A callback hook: a write without the header (most) costs no promise. A replay has answered: the chain stops.
@@ -158,6 +174,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       await state.held.end(answer);
     } finally {
       running.delete(state.slot);
+      if (state.eager) opened--;
     }
   };
 

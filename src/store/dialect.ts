@@ -45,11 +45,11 @@ export interface Dialect extends ValueCodec {
   /** Inside a migration's transaction: other instances migrating at the same time wait until it ends. */
   lockMigrations(tx: QueryExecutorProvider): Promise<void>;
   /**
-   * Inside a transaction: holds a lock named `name` until it ends, or answers false at once when
-   * another transaction (of any instance) holds it (an Idempotency-Key in flight). SQLite: true, as
-   * it runs one write transaction at a time.
+   * An expression, for a statement inside a transaction, that holds a lock named `name` until the
+   * transaction ends, or is false at once when another transaction (of any instance) holds it (an
+   * Idempotency-Key in flight). SQLite: null, as it runs one write transaction at a time.
    */
-  tryLock(tx: QueryExecutorProvider, name: string): Promise<boolean>;
+  tryLock(name: string): RawBuilder<boolean> | null;
   /** Whether `ALTER TABLE … ALTER COLUMN … SET/DROP NOT NULL` exists; SQLite rebuilds the table instead. */
   canAlterNullability: boolean;
   /**

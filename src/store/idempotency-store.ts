@@ -1,4 +1,4 @@
-import type { CompiledQuery } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import { ServiceError } from '../domain/errors.ts';
 import type { Database } from './database.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
@@ -57,11 +57,19 @@ export class IdempotencyStore {
   ) {
     const db: MetaDb = database.db;
     type Lookup = 'keyId' | 'key' | 'now';
+    type Opening = Lookup | 'lock';
     type Kept = 'keyId' | 'key' | 'method' | 'path' | 'bodyHash' | 'status' | 'contentType' | 'body' | 'createdAt' | 'expiresAt';
+    const lock = database.dialect.tryLock('');
+    this.locks = lock !== null;
     this.statements = {
       find: compiledOnce<Lookup>((v) => db.selectFrom('rh_idempotency').selectAll().where('keyId', '=', v('keyId')).where('key', '=', v('key')).where('expiresAt', '>', v('now')).compile()),
-      claim: compiledOnce<Lookup>((v) => db.selectFrom('rh_idempotency').select('key').where('keyId', '=', v('keyId')).where('key', '=', v('key')).where('expiresAt', '>', v('now')).compile()),
-      // An expired record of the key gives way: one statement.
+      // One statement, one round trip: the key's lock taken, and its unexpired record read (none: every column null).
+      open: compiledOnce<Opening>(
+        (v) =>
+          sql`select ${database.dialect.tryLock(v('lock')) ?? sql`1`} as "locked", r.* from (select 1 as one) as o
+            left join rh_idempotency as r on r."keyId" = ${v('keyId')} and r."key" = ${v('key')} and r."expiresAt" > ${v('now')}`.compile(db),
+      ),
+      // An expired record of the key gives way, an unexpired one not (nothing returned): one statement.
       keep: compiledOnce<Kept>((v) => {
         const answer = {
           method: v('method'),
@@ -76,11 +84,20 @@ export class IdempotencyStore {
         return db
           .insertInto('rh_idempotency')
           .values({ keyId: v('keyId'), key: v('key'), ...answer })
-          .onConflict((oc) => oc.columns(['keyId', 'key']).doUpdateSet(answer))
+          .onConflict((oc) => oc.columns(['keyId', 'key']).doUpdateSet(answer).where('rh_idempotency.expiresAt', '<=', v('createdAt')))
+          .returning('key')
           .compile();
       }),
     };
   }
+
+  /**
+   * Whether the database has several writers at once (PostgreSQL; several instances), so a key is
+   * locked in the transaction that answers it: then `open` begins that transaction (lock and lookup
+   * in one statement). SQLite runs one write transaction at a time: the key's record is found
+   * outside (`find`), and the instance's own slot holds it.
+   */
+  readonly locks: boolean;
 
   /** The unexpired record of a key of an API key. */
   async find(keyId: string, key: string, now = new Date().toISOString()): Promise<IdempotencyRecord | undefined> {
@@ -89,19 +106,37 @@ export class IdempotencyStore {
   }
 
   /**
-   * First in the transaction that writes for the request: holds the key against every other
-   * instance until it ends, and finds no answer kept meanwhile (both else a 409: send it again).
+   * First in the transaction that writes for the request, where the database has several writers
+   * (`locks`): holds the key against every other instance until it ends (else a 409: send it
+   * again), and answers its unexpired record, if any. One statement. (Its snapshot may be older
+   * than the lock: a record committed in between is caught by `keep`, which then refuses.)
    */
-  async claim(tx: MetaDb, request: IdempotentRequest): Promise<void> {
-    if (!(await this.database.dialect.tryLock(tx, `rowhouse-idempotency:${request.keyId}:${request.key}`))) throw inFlight(request.key);
-    const kept = await this.run(tx, this.statements.claim({ keyId: request.keyId, key: request.key, now: new Date().toISOString() }));
-    if (kept.length > 0) throw inFlight(request.key);
+  async open(tx: MetaDb, request: Pick<IdempotentRequest, 'keyId' | 'key'>): Promise<IdempotencyRecord | undefined> {
+    const { keyId, key } = request;
+    const [row] = await this.run<IdempotencyRecord & { locked: unknown }>(tx, this.statements.open({ lock: `rowhouse-idempotency:${keyId}:${key}`, keyId, key, now: new Date().toISOString() }));
+    if (!row.locked) throw inFlight(key);
+    if (row.key === null) return undefined;
+    const { locked: _, ...kept } = row;
+    return { ...kept, status: Number(kept.status) };
   }
 
-  /** Keeps the answer, in the transaction of the writes it answers (an expired record of the key gives way). */
+  /**
+   * First in the transaction that writes for a request whose record was looked for outside it
+   * (`find`, none): where there are several writers, holds the key and finds no answer kept
+   * meanwhile (both else a 409: send it again).
+   */
+  async claim(tx: MetaDb, request: IdempotentRequest): Promise<void> {
+    if (this.locks && (await this.open(tx, request))) throw inFlight(request.key);
+  }
+
+  /**
+   * Keeps the answer, in the transaction of the writes it answers (an expired record of the key
+   * gives way). An unexpired one kept meanwhile by another instance is a 409, rolling the writes back.
+   */
   async keep(meta: MetaDb, request: IdempotentRequest, answer: KeptAnswer): Promise<void> {
     const now = new Date();
-    await this.run(meta, this.statements.keep({ ...request, ...answer, createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + this.ttlSeconds * 1000).toISOString() }));
+    const kept = await this.run(meta, this.statements.keep({ ...request, ...answer, createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + this.ttlSeconds * 1000).toISOString() }));
+    if (kept.length === 0) throw inFlight(request.key);
   }
 
   /** Runs one of the statements, prepared (PostgreSQL: parsed and planned once per connection; every idempotent request runs the same few). */

@@ -54,14 +54,50 @@ export class HeldTransaction<A> implements HeldScope {
     return heldScope.run(this, handler);
   }
 
+  /**
+   * Begins the held transaction before the handler runs, with `first` (in place of `begin`) as its
+   * first work: answers what it answers (throws: nothing is held). The handler's first work then
+   * runs in it directly, without a savepoint (when that work throws, the transaction is rolled back
+   * and the request goes on as if none had been begun).
+   */
+  openWith<T>(first: (tx: Db) => Promise<T>): Promise<T> {
+    return this.hold(first, true).then((result) => {
+      this.pristine = true;
+      return result;
+    });
+  }
+
+  /** Whether the held transaction was begun by openWith and none of the handler's work has run in it yet. */
+  private pristine = false;
+
   /** inTransaction within the request: the first opens the held transaction, later ones are savepoints of it. */
   run<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    if (this.held && this.pristine) return this.first(this.held, work);
     if (this.held) return this.savepoint(this.held, work);
     return this.open ? this.hold(work) : Promise.reject(new Error('the request has answered: its transaction is over'));
   }
 
-  private async hold<T>(work: (tx: Db) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
+  /** The handler's first work in a transaction begun by openWith: run in it directly. */
+  private async first<T>(held: { tx: Db }, work: (tx: Db) => Promise<T>): Promise<T> {
+    this.pristine = false;
+    try {
+      return await work(held.tx);
+    } catch (err) {
+      // Nothing of the request is kept: rolled back, as a transaction of its own would be.
+      const ended = this.ended;
+      this.settle?.(null);
+      this.settle = undefined;
+      await ended?.catch(() => {});
+      this.ended = undefined;
+      this.over = false;
+      // A transaction the database gave up on because of other writers: run again in one of its own.
+      if (await retryable(this.database, err, 1)) return this.hold(work, false, 2);
+      throw err;
+    }
+  }
+
+  private async hold<T>(work: (tx: Db) => Promise<T>, opening = false, firstAttempt = 1): Promise<T> {
+    for (let attempt = firstAttempt; ; attempt++) {
       let handedBack = false;
       try {
         return await new Promise<T>((resolve, reject) => {
@@ -70,7 +106,7 @@ export class HeldTransaction<A> implements HeldScope {
           let failed: ((err: unknown) => void) | undefined;
           const transaction = this.database.db.transaction().execute(async (tx) => {
             attachHooks(tx, hooks);
-            await this.work.begin(tx);
+            if (!opening) await this.work.begin(tx);
             const result = await work(tx);
             const answered = new Promise<A | null>((settle) => {
               this.settle = settle;

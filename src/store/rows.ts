@@ -22,6 +22,7 @@ import type { ChangeLog } from './change-log.ts';
 import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
 import type { LinkWrites, WrittenRow } from './links/link-writes.ts';
 import { isLinkField } from '../domain/field-types/link.ts';
+import { inHeldScope } from './transaction-hooks.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -69,6 +70,9 @@ export class RowStore {
    */
   private async writeOne(db: Db, table: TableDef, ctx: WriteContext, query: CompiledQuery, what: LoneWrite): Promise<RawRow[]> {
     if (this.changes && !db.isTransaction) return this.changes.writeAlone(db, table, ctx, query, what);
+    // A request's held transaction (an Idempotency-Key): the write and its entry in one statement where the database can.
+    const withEntry = this.changes && inHeldScope() ? await this.changes.writeWithEntryIn(db, table, ctx, query, what) : undefined;
+    if (withEntry) return withEntry;
     const { rows } = await db.executeQuery<RawRow>(query);
     await this.logged(db, table, ctx, rows.map((row) => changeOf(what, row)));
     return rows;

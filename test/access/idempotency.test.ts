@@ -59,6 +59,42 @@ eachDatabase('Idempotency-Key', (kind) => {
     }
   });
 
+  it('logs each idempotent write once, in order: single-row writes and a batch writing one row twice', async () => {
+    const made = await t.post('/api/tables', { code: 'logged', name: 'Logged', fields: [{ code: 'title', type: 'text' }] });
+    assert.equal(made.status, 201, made.text);
+    const writes: [string, string, unknown][] = [
+      ['POST', '/api/tables/logged/rows', { id: 'x', values: { title: 'one' } }],
+      ['PATCH', '/api/tables/logged/rows/x', { values: { title: 'two' } }],
+      ['POST', '/api/rows-batch', { operations: [{ type: 'create', tableId: 'logged', id: 'y', values: { title: 'three' } }, { type: 'update', tableId: 'logged', id: 'y', values: { title: 'four' } }] }],
+      ['DELETE', '/api/tables/logged/rows/x', undefined],
+    ];
+    for (const [method, url, body] of writes) {
+      const key = fresh();
+      for (let k = 0; k < 2; k++) {
+        const r = await t.request(method as 'POST', url, withKey(key, { body }));
+        assert.ok(r.status < 300, `${method} ${url}: ${r.status} ${r.text}`);
+      }
+    }
+    const feed = await t.get('/api/tables/logged/changes?limit=100');
+    assert.equal(feed.status, 200, feed.text);
+    const entries = feed.body.data as { type: string; rowId: string; sequence: number }[];
+    assert.deepEqual(entries.map((c) => `${c.type}:${c.rowId}`), ['create:x', 'update:x', 'create:y', 'update:y', 'delete:x']);
+    assert.deepEqual(entries.map((c) => c.sequence), [...entries.map((c) => c.sequence)].sort((a, b) => a - b));
+  });
+
+  it('runs many idempotent creates at once, more than begin their transactions early, each once', async () => {
+    const keys = Array.from({ length: 16 }, () => fresh());
+    const send = () => Promise.all(keys.map((key, k) => t.post('/api/tables/orders/rows', { id: `many-${k}`, values: { title: `many ${k}` } }, withKey(key))));
+    const first = await send();
+    for (const r of first) assert.equal(r.status, 201, r.text);
+    const again = await send();
+    for (const [k, r] of again.entries()) {
+      assert.equal(r.headers['idempotent-replayed'], 'true');
+      assert.equal(r.text, first[k].text);
+    }
+    assert.equal((await allRows(t, 'orders')).filter((r) => String(r.id).startsWith('many-')).length, 16);
+  });
+
   it('answers 422 for the same key with another body, path or method, and writes nothing', async () => {
     const key = fresh();
     assert.equal((await t.post('/api/tables/orders/rows', { values: { title: 'x' } }, withKey(key))).status, 201);

@@ -37,10 +37,7 @@ export const postgresDialect: Dialect = {
   lockMigrations: async (tx) => {
     await sql`select pg_advisory_xact_lock(hashtext('rowhouse-migrate'))`.execute(tx);
   },
-  tryLock: async (tx, name) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtextextended(${name}, 0)) as locked`.execute(tx);
-    return rows[0].locked;
-  },
+  tryLock: (name) => sql<boolean>`pg_try_advisory_xact_lock(hashtextextended(${name}, 0))`,
   canAlterNullability: true,
   lockRows: true,
   writingWith: true,

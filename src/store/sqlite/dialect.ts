@@ -37,7 +37,7 @@ export const sqliteDialect: Dialect = {
   // none is given up for another, and a migration's transaction already keeps other instances waiting.
   isRetryable: () => false,
   lockMigrations: async () => {},
-  tryLock: async () => true,
+  tryLock: () => null,
   canAlterNullability: false,
   lockRows: false,
   writingWith: false,
