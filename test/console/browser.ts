@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import { type Browser, type Locator, type Page, chromium } from 'playwright-core';
 import { type AppOptions, TEST_KEY, type TestApp, startApp } from '../support/harness.ts';
 import { freshConsoleBuild } from './console-build.ts';
 
@@ -100,3 +100,10 @@ export async function assertAccessible(page: Page, screen: string): Promise<void
     `accessibility of ${screen}`,
   );
 }
+
+/** The grid's row showing the row with this id (found by its "Open row" button). */
+export const gridRow = (page: Page, id: string): Locator =>
+  page.getByRole('grid').getByRole('row').filter({ has: page.getByRole('button', { name: `Open row ${id}`, exact: true }) });
+
+/** A cell of that row: column 0 is the checkbox, 1 the id, then the table's fields in order. */
+export const gridCell = (page: Page, id: string, column: number): Locator => gridRow(page, id).getByRole('gridcell').nth(column);

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { TEST_KEY } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, gridCell, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The console's administration (issue 32, item 7; CONTRACT §12, §15): API keys, flows and their
@@ -138,7 +138,7 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
   it('signed in with the read-only key: a write is refused with the 403 naming the scope, and nothing changes', async () => {
     await switchKey(readerKey);
     await page.getByRole('link', { name: 'Notes' }).click();
-    const cell = page.getByRole('row').filter({ has: page.getByRole('button', { name: 'Open row n1', exact: true }) }).getByRole('gridcell').nth(2);
+    const cell = gridCell(page, 'n1', 2);
     await cell.filter({ hasText: 'Original' }).waitFor();
     await cell.click();
     await page.keyboard.press('Enter');

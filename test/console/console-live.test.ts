@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import iconv from 'iconv-lite';
 import { TEST_KEY } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The console's second part (issue 32): live updates from the change stream, links, row history,
@@ -47,8 +47,8 @@ describe('console: live, links, insight, files, import and export in headless Ch
     await s?.close();
   });
 
-  const row = (id: string) => grid.getByRole('row').filter({ has: page.getByRole('button', { name: `Open row ${id}`, exact: true }) });
-  const cell = (id: string, column: number) => row(id).getByRole('gridcell').nth(column);
+  const row = (id: string) => gridRow(page, id);
+  const cell = (id: string, column: number) => gridCell(page, id, column);
 
   it('follows the change stream: another client’s create, update and delete appear without a reload', async () => {
     await page.getByRole('link', { name: 'Tasks' }).click();

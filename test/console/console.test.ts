@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { TEST_KEY, uploadFile } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The browser console (issue 32, CONTRACT §15) in headless Chromium against a real listening
@@ -39,10 +39,8 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     await s?.close();
   });
 
-  /** The row of the grid showing the row with this id. */
-  const row = (id: string) => grid.getByRole('row').filter({ has: page.getByRole('button', { name: `Open row ${id}`, exact: true }) });
-  /** A cell of that row: column 0 is the checkbox, 1 the id, then the table's fields in order. */
-  const cell = (id: string, column: number) => row(id).getByRole('gridcell').nth(column);
+  const row = (id: string) => gridRow(page, id);
+  const cell = (id: string, column: number) => gridCell(page, id, column);
   const api = async (path: string) => (await s.t.get(path)).body;
 
   it('serves /console with a CSP that allows no inline script and no eval', async () => {
