@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { createBenchTable, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, startService } from './support/processes.ts';
 
 const SMALL = 200_000;
@@ -31,16 +31,6 @@ for (const [code, rows] of [['small', SMALL], ['large', LARGE]] as const) {
 await service.stop();
 service = await startService(env);
 
-/** The path of the page starting at row DEEP of a table, reached by walking nextUrl. */
-async function deepPage(code: string): Promise<string> {
-  let url = `/api/tables/${code}/rows?pageSize=1000`;
-  for (let seen = 0; seen < DEEP; seen += 1000) {
-    const next = new URL((await api(service.url, 'GET', url)).nextUrl);
-    url = next.pathname + next.search;
-  }
-  return url.replace('pageSize=1000', 'pageSize=50');
-}
-
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
 const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][] = [
@@ -54,7 +44,7 @@ const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][
       headers: auth,
     }),
   ],
-  [`page at row ${DEEP} by cursor`, async (code) => ({ path: await deepPage(code), headers: auth })],
+  [`page at row ${DEEP} by cursor`, async (code) => ({ path: (await pageAtRow(service.url, code, DEEP)).path, headers: auth })],
   [
     'get by id',
     async (code, rows) => {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
+import { createBenchTable, createBodies, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, cpuMs, type Proc, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
@@ -30,15 +30,8 @@ service = await startService(env);
 const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
 const floor = await startFloor(db, [{ physical: table.physical, columns }]);
 
-// The cursor of the page starting at row DEEP, reached by walking nextUrl; the floor's is the last row before it.
-let url = `/api/tables/bench/rows?pageSize=200`;
-let last: { createdAt: string; id: string } = { createdAt: '', id: '' };
-for (let seen = 0; seen < DEEP; seen += 200) {
-  const page = await api(service.url, 'GET', url);
-  last = page.data[page.data.length - 1];
-  url = new URL(page.nextUrl).pathname + new URL(page.nextUrl).search;
-}
-const deepPath = url.replace('pageSize=200', 'pageSize=50');
+// The page starting at row DEEP, reached by walking nextUrl; the floor's starts after the row before it.
+const { path: deepPath, last } = await pageAtRow(service.url, 'bench', DEEP);
 const floorDeep = `/after?c=${encodeURIComponent(last.createdAt)}&id=${encodeURIComponent(last.id)}`;
 
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));

@@ -39,6 +39,23 @@ export async function api(base: string, method: string, url: string, body?: unkn
   return text ? JSON.parse(text) : undefined;
 }
 
+/**
+ * The page of `code` that starts at row `depth` (a multiple of 200), reached as a client would: by
+ * walking `nextUrl` 200 rows at a time (the largest page). Its path asks for `pageSize` rows; `last`
+ * is the row before it (where a floor's keyset query starts).
+ */
+export async function pageAtRow(base: string, code: string, depth: number, pageSize = 50): Promise<{ path: string; last: { createdAt: string; id: string } }> {
+  let url = `/api/tables/${code}/rows?pageSize=200`;
+  let last = { createdAt: '', id: '' };
+  for (let seen = 0; seen < depth; seen += 200) {
+    const page = await api(base, 'GET', url);
+    last = page.data[page.data.length - 1];
+    const next = new URL(page.nextUrl);
+    url = next.pathname + next.search;
+  }
+  return { path: url.replace('pageSize=200', `pageSize=${pageSize}`), last };
+}
+
 /** The fields the benchmark workloads filter and sort by: they get an index (`indexed: true`), as their owner would ask. */
 export const INDEXED = ['status', 'amount'];
 
