@@ -54,7 +54,29 @@ export async function bucketOrigin(storage: FileStorage): Promise<string | null>
 export interface ConsoleOptions {
   /** Where uploaded files live: with a presigning storage (S3), the page may connect to its bucket's origin. */
   storage?: FileStorage;
+  /** The service's public URL (ROWHOUSE_PUBLIC_URL), which its own upload URLs name. */
+  publicUrl?: string;
   warn?: (message: string) => void;
+}
+
+const attribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * The page as built, told where an upload's bytes may go (console/src/upload-target.ts): the
+ * service's public origin, and the bucket's, the one other origin its CSP's connect-src names. The
+ * console refuses an upload URL on any other origin. Meta elements: no script, which the CSP forbids.
+ */
+export function withOrigins(page: string, origins: { service: string | null; bucket: string | null }): string {
+  const metas = (
+    [
+      ['rowhouse-service-origin', origins.service],
+      ['rowhouse-bucket-origin', origins.bucket],
+    ] as const
+  )
+    .filter(([, origin]) => origin !== null)
+    .map(([name, origin]) => `<meta name="${name}" content="${attribute(origin as string)}">`)
+    .join('');
+  return page.replace('</head>', `${metas}</head>`);
 }
 
 const TYPES: Record<string, string> = {
@@ -82,17 +104,18 @@ export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR, o
   // The bucket's origin is found at the first request for the page, and kept; a failure (no
   // credentials yet, say) is told, the page served with the CSP of this origin alone (uploads to the
   // bucket then fail, as they would anyway), and the origin asked again at the next request.
-  let csp: Promise<string> | null = null;
-  const pageCsp = (): Promise<string> => {
+  let bucket: Promise<string | null> | null = null;
+  const pageBucket = (): Promise<string | null> => {
     const { storage } = options;
-    if (!storage) return Promise.resolve(CONSOLE_CSP);
-    csp ??= bucketOrigin(storage).then(consoleCsp, (err: Error) => {
-      csp = null;
+    if (!storage) return Promise.resolve(null);
+    bucket ??= bucketOrigin(storage).catch((err: Error) => {
+      bucket = null;
       options.warn?.(`console: uploads to the bucket will be refused by the page's CSP: ${err.message}`);
-      return CONSOLE_CSP;
+      return null;
     });
-    return csp;
+    return bucket;
   };
+  const service = options.publicUrl ? new URL(options.publicUrl).origin : null;
 
   // The page is read on each request (it is small, and a rebuild is then seen at once); no-cache.
   app.get('/console', async (_request, reply) => {
@@ -103,13 +126,14 @@ export function consoleRoutes(app: FastifyInstance, dir: string = CONSOLE_DIR, o
       // The one error format, as every error of the service.
       return reply.status(503).send({ statusCode: 503, error: 'Service Unavailable', message: MISSING });
     }
+    const origin = await pageBucket();
     return reply
       .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', await pageCsp())
+      .header('content-security-policy', consoleCsp(origin))
       .header('cache-control', 'no-cache')
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
-      .send(page);
+      .send(withOrigins(page, { service, bucket: origin }));
   });
   // The page's relative URLs need /console, not /console/.
   app.get('/console/', async (request, reply) => reply.redirect(`../console${request.url.slice('/console/'.length)}`, 301));

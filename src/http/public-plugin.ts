@@ -24,7 +24,7 @@ export function publicPlugin(deps: PublicDeps): FastifyPluginAsync {
   return async (open) => {
     healthRoutes(open, deps.database);
     docsRoutes(open, { resources: deps.resources, publicUrl: deps.publicUrl });
-    consoleRoutes(open, CONSOLE_DIR, { storage: deps.files.storage, warn: (message) => open.log.warn(message) });
+    consoleRoutes(open, CONSOLE_DIR, { storage: deps.files.storage, publicUrl: deps.publicUrl, warn: (message) => open.log.warn(message) });
     signedFileRoutes(open, deps.files, deps.maxFileBytes);
   };
 }

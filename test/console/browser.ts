@@ -107,3 +107,12 @@ export const gridRow = (page: Page, id: string): Locator =>
 
 /** A cell of that row: column 0 is the checkbox, 1 the id, then the table's fields in order. */
 export const gridCell = (page: Page, id: string, column: number): Locator => gridRow(page, id).getByRole('gridcell').nth(column);
+
+/** What describes an element to a screen reader: the text of the elements its aria-describedby names, in order. */
+export async function describedBy(element: Locator): Promise<string> {
+  const ids = ((await element.getAttribute('aria-describedby')) ?? '').split(/\s+/).filter((id) => id !== '');
+  assert.ok(ids.length > 0, 'described by nothing');
+  const texts: string[] = [];
+  for (const id of ids) texts.push(await element.page().locator(`[id="${id}"]`).innerText());
+  return texts.join(' ');
+}

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { TEST_KEY } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, gridCell, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, describedBy, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The console's administration (issue 32, item 7; CONTRACT §12, §15): API keys, flows and their
@@ -20,6 +20,8 @@ const skip = noBrowser;
 declare const localStorage: any;
 declare const sessionStorage: any;
 declare const navigator: any;
+declare const DataTransfer: any;
+declare const ClipboardEvent: any;
 
 interface Received {
   headers: http.IncomingHttpHeaders;
@@ -135,17 +137,71 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     assert.deepEqual(await page.evaluate(() => Object.values(sessionStorage)), [TEST_KEY], 'the new key is not kept');
   });
 
-  it('signed in with the read-only key: a write is refused with the 403 naming the scope, and nothing changes', async () => {
+  it('signed in with the read-only key: the tables’ and the grid’s writes are turned off up front, each saying why, and nothing is sent', async () => {
     await switchKey(readerKey);
+    const writes: string[] = [];
+    page.on('request', (r) => {
+      // (The live grid asks for its stream's URL with a POST, which rows:read allows.)
+      if (r.method() !== 'GET' && r.url().includes('/api/') && !r.url().endsWith('/changes/stream-url')) writes.push(`${r.method()} ${r.url()}`);
+    });
+    const create = page.getByRole('button', { name: 'New table' });
+    assert.equal(await create.isDisabled(), true);
+    assert.equal(await describedBy(create), 'Your key lacks schema:write on every table: tables cannot be created, changed or deleted here.');
+    for (const name of ['Edit table Notes', 'Delete table Notes']) assert.equal(await page.getByRole('button', { name }).isDisabled(), true, name);
+    await assertAccessible(page, 'the tables screen of a read-only key');
+
     await page.getByRole('link', { name: 'Notes' }).click();
     const cell = gridCell(page, 'n1', 2);
     await cell.filter({ hasText: 'Original' }).waitFor();
+    const toolbar = page.getByRole('toolbar', { name: 'Table actions' });
+    const off: [string | RegExp, RegExp][] = [
+      ['Add row', /^Your key lacks rows:create on table notes: rows cannot be added here\.$/],
+      [/^Delete selected rows/, /^Your key lacks rows:delete on table notes: rows cannot be deleted\.$/],
+      ['Import', /^Your key lacks rows:import on table notes: rows cannot be imported\. Your key lacks rows:create on table notes: /],
+      ['Export', /^Your key lacks rows:export on table notes: rows cannot be exported\.$/],
+      ['Edit table', /^Your key lacks schema:write on every table: the table and its fields cannot be changed\.$/],
+    ];
+    for (const [name, why] of off) {
+      const button = toolbar.getByRole('button', { name });
+      assert.equal(await button.isDisabled(), true, String(name));
+      assert.match(await describedBy(button), why, String(name));
+      assert.match((await button.getAttribute('title')) ?? '', why, `${name}: the same words as its tooltip`);
+    }
+    for (const name of ['Filter', 'Chart', 'Reload']) assert.equal(await toolbar.getByRole('button', { name }).isEnabled(), true, `${name}: reading stays on`);
+
+    // The grid is read only, and says why when a cell is to be edited, emptied or pasted into.
+    const grid = page.getByRole('grid');
+    assert.equal(await grid.getAttribute('aria-readonly'), 'true');
+    assert.match(await describedBy(grid), /^Your key lacks rows:update on table notes: cells cannot be edited, pasted into or given a file\.$/);
     await cell.click();
-    await page.keyboard.press('Enter');
-    const editor = page.getByLabel('Title, row n1');
-    await editor.fill('Changed');
-    await editor.press('Enter');
-    await page.getByRole('alert').filter({ hasText: 'this key lacks rows:update on table notes' }).waitFor();
+    for (const key of ['Enter', 'x', 'Delete']) {
+      await page.keyboard.press(key);
+      await page.getByRole('status').filter({ hasText: 'Your key lacks rows:update on table notes: cells cannot be edited' }).waitFor();
+      assert.equal(await page.getByLabel('Title, row n1').count(), 0, `${key}: no editor`);
+    }
+    await cell.evaluate((el) => {
+      const data = new DataTransfer();
+      data.setData('text/plain', 'Pasted');
+      el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    });
+    await page.getByRole('alert').filter({ hasText: 'Nothing was pasted. Your key lacks rows:update on table notes' }).waitFor();
+    assert.equal(await page.getByLabel('Title, row n1').count(), 0, 'no editor opened meanwhile');
+    await assertAccessible(page, 'the grid of a read-only key');
+
+    // The row panel shows the row, read only, saying why.
+    await page.getByRole('button', { name: 'Open row n1', exact: true }).click();
+    const panel = page.getByRole('dialog', { name: 'Row n1' });
+    const title = panel.getByLabel('Title', { exact: true });
+    assert.equal(await title.inputValue(), 'Original');
+    assert.equal(await title.isDisabled(), true);
+    const save = panel.getByRole('button', { name: 'Save row' });
+    assert.equal(await save.isDisabled(), true);
+    assert.match(await describedBy(save), /^Your key lacks rows:update on table notes: /);
+    assert.match(await describedBy(panel.getByRole('group', { name: 'Values' })), /^Your key lacks rows:update on table notes: /);
+    await assertAccessible(page, 'the row panel of a read-only key');
+    await panel.getByRole('button', { name: 'Close' }).click();
+
+    assert.deepEqual(writes, [], 'no write was sent');
     assert.equal((await api('/api/tables/notes/rows/n1')).values.title, 'Original');
     await assertNotLeaked(readerKey);
   });
@@ -166,8 +222,7 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     assert.doesNotMatch(may, /rows:update|keys:manage/);
     const create = page.getByRole('button', { name: 'New API key' });
     assert.equal(await create.isDisabled(), true);
-    const reason = await page.locator(`[id="${await create.getAttribute('aria-describedby')}"]`).innerText();
-    assert.match(reason, /Your key lacks keys:manage/);
+    assert.match(await describedBy(create), /Your key lacks keys:manage/);
     await assertAccessible(page, 'the API keys screen of a read-only key');
 
     // A screen reached by its URL says why it shows nothing.
@@ -175,6 +230,64 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await page.getByText('Your key lacks flows:read and flows:write').waitFor();
     assert.equal(await page.getByRole('button', { name: 'New flow' }).isDisabled(), true);
     await assertAccessible(page, 'the flows screen of a read-only key');
+    await switchKey(TEST_KEY);
+  });
+
+  it('signed in with a key that writes rows of one table: its writes are on there, the rest off; a 403 of a key changed meanwhile is shown as the service says it', async () => {
+    assert.equal((await s.t.post('/api/tables', { code: 'other', name: 'Other', fields: [{ code: 'title', name: 'Title', type: 'text' }] })).status, 201);
+    const notes = (await api('/api/tables/notes')).id;
+    const made = await s.t.post('/api/api-keys', { name: 'Notes writer', scopes: ['schema:read', 'rows:read', 'rows:create', 'rows:update', 'rows:delete', 'rows:import'], tables: [notes] });
+    assert.equal(made.status, 201, made.text);
+    await switchKey(made.body.key);
+    await page.getByRole('link', { name: 'Notes' }).waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Other' }).count(), 0, 'only the key’s tables are listed');
+    assert.equal(await page.getByRole('button', { name: 'New table' }).isDisabled(), true);
+    assert.match(await describedBy(page.getByRole('button', { name: 'New table' })), /^Your key lacks schema:write on every table: /);
+
+    await page.getByRole('link', { name: 'Notes' }).click();
+    const cell = gridCell(page, 'n1', 2);
+    await cell.filter({ hasText: 'Original' }).waitFor();
+    const toolbar = page.getByRole('toolbar', { name: 'Table actions' });
+    for (const name of ['Add row', 'Import']) assert.equal(await toolbar.getByRole('button', { name }).isEnabled(), true, name);
+    for (const name of ['Export', 'Edit table']) assert.equal(await toolbar.getByRole('button', { name }).isDisabled(), true, name);
+    await gridRow(page, 'n1').getByRole('checkbox', { name: 'Select row n1' }).check();
+    assert.equal(await toolbar.getByRole('button', { name: 'Delete selected rows (1)' }).isEnabled(), true);
+    await gridRow(page, 'n1').getByRole('checkbox', { name: 'Select row n1' }).uncheck();
+    assert.equal(await page.getByRole('grid').getAttribute('aria-readonly'), null);
+    await cell.click();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Title, row n1').fill('By the writer');
+    await page.getByLabel('Title, row n1').press('Enter');
+    await cell.filter({ hasText: /^By the writer$/ }).waitFor();
+    assert.equal((await api('/api/tables/notes/rows/n1')).values.title, 'By the writer');
+    await assertAccessible(page, 'the grid of a key writing rows of one table');
+
+    // Another table, by its URL: the service refuses the key; nothing to write with is shown.
+    await page.goto(`${s.base}/console?table=other`);
+    await page.getByRole('alert').filter({ hasText: /^Refused \(403\): this key lacks schema:read on table other/ }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Add row' }).count(), 0);
+
+    // The key loses rows:update after the console read it: the edit is tried, and the service's 403 shown.
+    await page.goto(`${s.base}/console?table=notes`);
+    await cell.filter({ hasText: 'By the writer' }).waitFor();
+    assert.equal((await s.t.put(`/api/api-keys/${made.body.id}`, { scopes: ['schema:read', 'rows:read', 'rows:create', 'rows:delete', 'rows:import'] })).status, 200);
+    await cell.click();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Title, row n1').fill('Not to be');
+    await page.getByLabel('Title, row n1').press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'Refused (403): this key lacks rows:update on table notes' }).waitFor();
+    assert.equal((await api('/api/tables/notes/rows/n1')).values.title, 'By the writer');
+
+    // Signed in again, the key read anew: an import may create rows, not update them by id (upsert).
+    await switchKey(made.body.key);
+    await page.getByRole('link', { name: 'Notes' }).click();
+    await page.getByRole('toolbar', { name: 'Table actions' }).getByRole('button', { name: 'Import' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Import rows into Notes' });
+    const mode = dialog.getByLabel('Mode');
+    assert.deepEqual(await mode.locator('option').evaluateAll((os) => os.map((o) => `${o.value} ${o.disabled ? 'off' : 'on'}`)), ['create on', 'upsert off']);
+    assert.equal(await describedBy(mode), 'Your key lacks rows:update on table notes: an import cannot update rows by id.');
+    await assertAccessible(page, 'the import dialog of a key without rows:update');
+    await dialog.getByRole('button', { name: 'Close' }).click();
     await switchKey(TEST_KEY);
   });
 

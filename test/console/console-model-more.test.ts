@@ -6,8 +6,10 @@ import { linkIds, textValue, valueText } from '../../console/src/field-types.ts'
 import { fromApiFilter, toApiFilter } from '../../console/src/filter-model.ts';
 import { aggregateQuery, bucketsOf, metricFields, points } from '../../console/src/insight/aggregate-model.ts';
 import { sniffEncoding } from '../../console/src/encoding-sniff.ts';
+import { type ApiKey, refusal } from '../../console/src/scopes.ts';
+import { uploadTarget } from '../../console/src/upload-target.ts';
 
-/** The console's pure modules added with links, charts and imports (console/src). */
+/** The console's pure modules added with links, charts, imports, scoped keys and uploads (console/src). */
 
 const field = (code: string, type: Field['type'], options: Record<string, unknown> = {}): Field => ({ code, name: code, type, options });
 
@@ -69,5 +71,58 @@ describe('console: an import file’s encoding', () => {
     assert.equal(sniffEncoding(utf8.subarray(0, utf8.length - 1)).encoding, 'utf8', 'a sample cut inside a character');
     assert.equal(sniffEncoding(iconv.encode('id,title\nj1,日本語のタスク', 'Shift_JIS')).encoding, 'shiftJis');
     assert.equal(sniffEncoding(Buffer.from('plain ascii')).encoding, 'utf8');
+  });
+});
+
+describe('console: what a key may do, before it is tried', () => {
+  const key = (scopes: string[], tables: string[]): ApiKey => ({
+    id: 'k1', createdAt: '', updatedAt: '', createdBy: '', updatedBy: '', name: 'k', memberId: 'm', prefix: 'rh_abcde',
+    expiresAt: null, lastUsedAt: null, revokedAt: null, rateLimit: null, scopes, tables,
+  });
+  const notes = { id: 'tbl_notes', code: 'notes', name: 'Notes' };
+  const other = { id: 'tbl_other', code: null, name: 'Other' };
+
+  it('allows everything to a key with every scope on every table', () => {
+    for (const scope of ['rows:create', 'rows:update', 'schema:write', 'keys:manage']) assert.equal(refusal(key(['*'], ['*']), scope, notes), null, scope);
+  });
+
+  it('names the scope a key lacks', () => {
+    const reader = key(['rows:read', 'schema:read'], ['*']);
+    assert.equal(refusal(reader, 'rows:read', notes), null);
+    assert.equal(refusal(reader, 'rows:update', notes), 'Your key lacks rows:update on table notes');
+    assert.equal(refusal(reader, 'rows:update'), 'Your key lacks rows:update');
+    assert.equal(refusal(reader, 'flows:read', notes), 'Your key lacks flows:read', 'a scope of no table');
+    assert.equal(refusal(reader, 'schema:write'), 'Your key lacks schema:write on every table');
+  });
+
+  it('applies row scopes to the key’s tables only, and schema:write to a key of every table only', () => {
+    const writer = key(['rows:read', 'rows:create', 'schema:write'], ['tbl_notes']);
+    assert.equal(refusal(writer, 'rows:create', notes), null);
+    assert.equal(refusal(writer, 'rows:create', other), 'Your key lacks rows:create on table Other');
+    assert.equal(refusal(key(['*'], ['tbl_notes']), 'rows:delete', { ...other, code: 'others' }), 'Your key lacks rows:delete on table others');
+    assert.equal(refusal(writer, 'schema:write'), 'Your key lacks schema:write on every table', 'the scope, but not on every table');
+    assert.equal(refusal(key(['schema:write'], ['*']), 'schema:write'), null);
+  });
+});
+
+describe('console: where an upload’s bytes may go', () => {
+  const origins = { page: 'http://127.0.0.1:3000', service: 'https://rowhouse.example', bucket: 'https://files.s3.eu-west-1.amazonaws.com' };
+
+  it('sends the service’s own URLs to this page’s origin, by either name, and the bucket’s as given', () => {
+    assert.equal(uploadTarget('https://rowhouse.example/files/upload/t/r/f?signature=abc', origins), '/files/upload/t/r/f?signature=abc');
+    assert.equal(uploadTarget('http://127.0.0.1:3000/files/upload/t/r/f?e=1', origins), '/files/upload/t/r/f?e=1');
+    const bucket = 'https://files.s3.eu-west-1.amazonaws.com/t/tbl_1/file_1/upload?X-Amz-Signature=00';
+    assert.equal(uploadTarget(bucket, origins), bucket);
+  });
+
+  it('refuses any other origin, naming it and the ones it may be, whatever its path', () => {
+    for (const url of ['https://evil.example/files/upload/t/r/f', 'http://rowhouse.example/files/x', 'https://files.s3.eu-west-1.amazonaws.com.evil.example/t/x', 'https://rowhouse.example:8443/files/x']) {
+      assert.throws(() => uploadTarget(url, origins), (err: Error) => {
+        assert.match(err.message, new RegExp(`^Not uploaded: the upload URL names ${new URL(url).origin.replace(/[.]/g, '\\.')}, which is neither this service nor its files' bucket`));
+        assert.match(err.message, /http:\/\/127\.0\.0\.1:3000, https:\/\/rowhouse\.example, https:\/\/files\.s3/);
+        return true;
+      }, url);
+    }
+    assert.throws(() => uploadTarget('https://files.s3.eu-west-1.amazonaws.com/t/x', { ...origins, bucket: null }), /names https:\/\/files\.s3\.eu-west-1\.amazonaws\.com, which is neither/);
   });
 });

@@ -18,11 +18,11 @@ describe('console: the routes serving the built console', () => {
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-console-'));
     fs.mkdirSync(path.join(dir, 'assets'));
-    fs.writeFileSync(path.join(dir, 'index.html'), '<!DOCTYPE html><script type="module" src="console/assets/a-1.js"></script>');
+    fs.writeFileSync(path.join(dir, 'index.html'), '<!DOCTYPE html><html><head><script type="module" src="console/assets/a-1.js"></script></head><body></body></html>');
     fs.writeFileSync(path.join(dir, 'assets', 'a-1.js'), 'export {};');
     fs.writeFileSync(path.join(dir, 'secret.txt'), 'not an asset');
     app = Fastify();
-    consoleRoutes(app, dir);
+    consoleRoutes(app, dir, { publicUrl: 'https://rowhouse.example/behind/a/proxy' });
     bare = Fastify();
     consoleRoutes(bare, path.join(dir, 'nothing-built'));
   });
@@ -42,6 +42,9 @@ describe('console: the routes serving the built console', () => {
     assert.equal(page.headers['content-security-policy'], CONSOLE_CSP);
     assert.equal(page.headers['cache-control'], 'no-cache');
     assert.match(page.body, /console\/assets\/a-1\.js/);
+    // Where uploads may go: the service's public origin (its own upload URLs name it); no bucket on local disk.
+    assert.match(page.body, /<meta name="rowhouse-service-origin" content="https:\/\/rowhouse\.example"><\/head>/);
+    assert.doesNotMatch(page.body, /rowhouse-bucket-origin/);
     const asset = await app.inject('/console/assets/a-1.js');
     assert.equal(asset.statusCode, 200);
     assert.equal(asset.headers['content-type'], 'text/javascript; charset=utf-8');

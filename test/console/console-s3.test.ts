@@ -29,7 +29,7 @@ describe('console: the CSP names the bucket of the files’ storage', () => {
 
   before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-console-csp-'));
-    fs.writeFileSync(path.join(dir, 'index.html'), '<!DOCTYPE html><title>console</title>');
+    fs.writeFileSync(path.join(dir, 'index.html'), '<!DOCTYPE html><html><head><title>console</title></head><body></body></html>');
   });
   after(async () => {
     for (const app of apps) await app.close();
@@ -37,8 +37,11 @@ describe('console: the CSP names the bucket of the files’ storage', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The CSP of /console served over the storage `spec` names, with the warnings told; and an upload URL of that storage. */
-  async function served(spec: string): Promise<{ csp: string; uploadUrl: string | null; warnings: string[] }> {
+  /**
+   * The CSP of /console served over the storage `spec` names, with the warnings told; the bucket's
+   * origin the page names for the console's uploads (upload-target.ts); and an upload URL of that storage.
+   */
+  async function served(spec: string): Promise<{ csp: string; bucket: string | null; uploadUrl: string | null; warnings: string[] }> {
     const storage = await openStorage(spec, { s3Credentials: CREDENTIALS });
     storages.push(storage);
     const warnings: string[] = [];
@@ -49,20 +52,23 @@ describe('console: the CSP names the bucket of the files’ storage', () => {
     assert.equal(page.statusCode, 200);
     // Asked twice: the origin, once found, is kept.
     assert.equal((await app.inject('/console')).headers['content-security-policy'], page.headers['content-security-policy']);
-    return { csp: page.headers['content-security-policy'] as string, uploadUrl: (await storage.uploadUrl?.('t/tbl_1/file_1/upload', 3600)) ?? null, warnings };
+    const bucket = /<meta name="rowhouse-bucket-origin" content="([^"]*)">/.exec(page.body)?.[1] ?? null;
+    return { csp: page.headers['content-security-policy'] as string, bucket, uploadUrl: (await storage.uploadUrl?.('t/tbl_1/file_1/upload', 3600)) ?? null, warnings };
   }
 
   it('names a path-style endpoint’s origin (no path, no bucket), as in its upload URLs', async () => {
-    const { csp, uploadUrl, warnings } = await served(`s3://files/some/prefix?endpoint=${encodeURIComponent('http://minio.internal:9000')}&forcePathStyle=true`);
+    const { csp, bucket, uploadUrl, warnings } = await served(`s3://files/some/prefix?endpoint=${encodeURIComponent('http://minio.internal:9000')}&forcePathStyle=true`);
     assert.ok(uploadUrl?.startsWith('http://minio.internal:9000/files/some/prefix/t/tbl_1/file_1/upload?'), uploadUrl ?? '');
     assert.equal(csp, consoleCsp('http://minio.internal:9000'));
+    assert.equal(bucket, 'http://minio.internal:9000', 'the page names the same origin to the console');
     assert.match(csp, /; connect-src 'self' http:\/\/minio\.internal:9000; /);
     assert.deepEqual(warnings, []);
   });
 
   it('names a virtual-hosted bucket’s own host on AWS, not every bucket’s', async () => {
-    const { csp, uploadUrl } = await served('s3://rowhouse-files?region=eu-west-1');
+    const { csp, bucket, uploadUrl } = await served('s3://rowhouse-files?region=eu-west-1');
     assert.equal(new URL(uploadUrl as string).origin, 'https://rowhouse-files.s3.eu-west-1.amazonaws.com');
+    assert.equal(bucket, 'https://rowhouse-files.s3.eu-west-1.amazonaws.com');
     assert.equal(
       csp,
       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; font-src 'self'; connect-src 'self' https://rowhouse-files.s3.eu-west-1.amazonaws.com; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -70,16 +76,18 @@ describe('console: the CSP names the bucket of the files’ storage', () => {
   });
 
   it('keeps this origin alone for files on local disk', async () => {
-    const { csp, uploadUrl } = await served(`file:${path.join(dir, 'files')}`);
+    const { csp, bucket, uploadUrl } = await served(`file:${path.join(dir, 'files')}`);
     assert.equal(uploadUrl, null);
+    assert.equal(bucket, null);
     assert.equal(csp, CONSOLE_CSP);
     assert.match(csp, /; connect-src 'self'; /);
   });
 
   it('keeps this origin alone, and says why, when the bucket’s origin cannot be named in a CSP', async () => {
-    const { csp, uploadUrl, warnings } = await served(`s3://files?endpoint=${encodeURIComponent('http://[::1]:9000')}&forcePathStyle=true`);
+    const { csp, bucket, uploadUrl, warnings } = await served(`s3://files?endpoint=${encodeURIComponent('http://[::1]:9000')}&forcePathStyle=true`);
     assert.ok(uploadUrl?.startsWith('http://[::1]:9000/files/'), uploadUrl ?? '');
     assert.equal(csp, CONSOLE_CSP);
+    assert.equal(bucket, null, 'nor named to the console, which then refuses its upload URLs (below)');
     assert.equal(warnings.length, 2, 'told at each request, as the origin is asked again');
     assert.match(warnings[0], /uploads to the bucket will be refused by the page's CSP: the bucket's origin http:\/\/\[::1\]:9000 cannot be named/);
   });
@@ -167,5 +175,40 @@ describe('console: a file uploaded from the console to an S3 bucket, in headless
     })`)) as string;
     // (Chrome names a blocked URL of another origin by its origin alone.)
     assert.ok(refused.startsWith(`connect-src ${other}`), refused);
+  });
+});
+
+describe('console: an upload URL on an origin the page does not name is refused before a byte is sent, in headless Chromium [sqlite]', { skip: noBrowser }, () => {
+  // A bucket whose origin a CSP cannot name (an IPv6 address): the service serves the page without
+  // it, so the upload URLs it hands out name an origin the console may not send to.
+  const unnamed = 'http://[::1]:9';
+  let s: ConsoleSession;
+  let page: Page;
+
+  before(async () => {
+    // Presigning is local (no request is made): any credentials sign.
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey });
+    s = await startConsole({ env: { ROWHOUSE_STORAGE: `s3://files?endpoint=${encodeURIComponent(unnamed)}&forcePathStyle=true` } });
+    assert.equal((await s.t.post('/api/tables', { code: 'docs', name: 'Docs', fields: [{ code: 'doc', name: 'Document', type: 'file' }] })).status, 201);
+    assert.equal((await s.t.post('/api/tables/docs/rows', { id: 'd1', values: {} })).status, 201);
+    page = await s.newPage();
+    await page.goto(`${s.base}/console?table=docs`);
+    await signIn(page);
+  });
+  after(async () => {
+    await s?.close();
+  });
+
+  it('says which origin the URL named and which it may be, sends nothing, and leaves the row as it was', async () => {
+    await page.getByRole('grid').getByRole('button', { name: 'Open row d1', exact: true }).click();
+    const panel = page.getByRole('dialog', { name: 'Row d1' });
+    await panel.getByLabel('Upload a file to Document').setInputFiles({ name: 'a.txt', mimeType: 'text/plain', buffer: Buffer.from('bytes') });
+    const alert = panel.getByRole('alert').filter({ hasText: 'Not uploaded: the upload URL names http://[::1]:9, which is neither this service nor its files' });
+    await alert.waitFor();
+    assert.match(await alert.innerText(), new RegExp(`\\(${s.base.replace(/[.]/g, '\\.')}, http://rowhouse\\.test\\)`));
+    assert.equal(await page.locator('meta[name="rowhouse-bucket-origin"]').count(), 0);
+    assert.deepEqual(s.urls.filter((u) => u.startsWith('http://[::1]')), [], 'no request to that origin');
+    assert.deepEqual(s.problems, [], 'refused before the CSP had to');
+    assert.equal((await s.t.get('/api/tables/docs/rows/d1')).body.values.doc, null);
   });
 });

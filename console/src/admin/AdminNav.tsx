@@ -1,5 +1,6 @@
 import type { Api } from '../api.ts';
-import { can, lacks, useMe } from './access.ts';
+import { useMe } from '../access.ts';
+import { can, lacks } from '../scopes.ts';
 import { type AdminName, adminHref, onAdminClick } from './place.ts';
 import './admin.css';
 

@@ -1,6 +1,5 @@
 import type { Api } from '../api.ts';
-import { AdminError } from './AdminError.tsx';
-import { useMe } from './access.ts';
+import { WithMe } from '../rights.tsx';
 import { DeliveriesScreen } from './DeliveriesScreen.tsx';
 import { FlowsScreen } from './FlowsScreen.tsx';
 import { KeysScreen } from './KeysScreen.tsx';
@@ -14,18 +13,22 @@ import { membersKind, variablesKind } from './SimpleResources.tsx';
  * without it.
  */
 export function AdminScreen({ api, place, onSignedOut }: { api: Api; place: AdminPlace; onSignedOut: () => void }) {
-  const { me, error } = useMe(api, onSignedOut);
-  if (!me) return error ? <AdminError error={error} /> : <p role="status">Loading your key…</p>;
-  switch (place.screen) {
-    case 'flows':
-      return <FlowsScreen api={api} me={me} onSignedOut={onSignedOut} />;
-    case 'deliveries':
-      return <DeliveriesScreen key={place.flow ?? ''} api={api} me={me} flow={place.flow} onSignedOut={onSignedOut} />;
-    case 'variables':
-      return <ResourceScreen key="variables" api={api} me={me} kind={variablesKind} onSignedOut={onSignedOut} />;
-    case 'members':
-      return <ResourceScreen key="members" api={api} me={me} kind={membersKind} onSignedOut={onSignedOut} />;
-    default:
-      return <KeysScreen api={api} me={me} onSignedOut={onSignedOut} />;
-  }
+  return (
+    <WithMe api={api} onSignedOut={onSignedOut}>
+      {(me) => {
+        switch (place.screen) {
+          case 'flows':
+            return <FlowsScreen api={api} me={me} onSignedOut={onSignedOut} />;
+          case 'deliveries':
+            return <DeliveriesScreen key={place.flow ?? ''} api={api} me={me} flow={place.flow} onSignedOut={onSignedOut} />;
+          case 'variables':
+            return <ResourceScreen key="variables" api={api} me={me} kind={variablesKind} onSignedOut={onSignedOut} />;
+          case 'members':
+            return <ResourceScreen key="members" api={api} me={me} kind={membersKind} onSignedOut={onSignedOut} />;
+          default:
+            return <KeysScreen api={api} me={me} onSignedOut={onSignedOut} />;
+        }
+      }}
+    </WithMe>
+  );
 }

@@ -1,7 +1,9 @@
 import { useEffect, useId, useState } from 'react';
 import type { Api } from '../api.ts';
-import { AdminError } from './AdminError.tsx';
-import { type ApiKey, type Item, can, lacks } from './access.ts';
+import { ErrorBox } from '../ErrorBox.tsx';
+import type { ApiKey, Item } from '../scopes.ts';
+import { type Column, ItemTable } from '../ItemTable.tsx';
+import { useRights } from '../rights.tsx';
 import type { Flow } from './FlowsScreen.tsx';
 import { goAdmin } from './place.ts';
 import { when } from './ResourceScreen.tsx';
@@ -28,8 +30,11 @@ interface Delivery extends Item {
 const STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 export function DeliveriesScreen({ api, me, flow, onSignedOut }: { api: Api; me: ApiKey; flow: string | null; onSignedOut: () => void }) {
-  const readable = can(me, 'flows:read');
-  const writable = can(me, 'flows:write');
+  const rights = useRights(me, null, {
+    read: { scope: 'flows:read', without: 'deliveries are not listed here' },
+    retry: { scope: 'flows:write', without: 'Retry is turned off' },
+  });
+  const readable = rights.refused('read') === null;
   const [status, setStatus] = useState('');
   const [message, setMessage] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -40,8 +45,17 @@ export function DeliveriesScreen({ api, me, flow, onSignedOut }: { api: Api; me:
   if (status) filter.status = { eq: status };
   const list = useList<Delivery>(api, 'flow-deliveries', { filter, sorting: { createdAt: 'desc', sequence: 'desc' } }, readable, onSignedOut);
   const titleId = useId();
-  const reasonId = useId();
   const flowName = (id: string) => flows.items?.find((f) => f.id === id)?.name ?? id;
+  const columns: Column<Delivery>[] = [
+    { header: 'Change', cell: (d) => `${d.type} #${d.sequence}` },
+    { header: 'Flow', cell: (d) => flowName(d.flowId) },
+    { header: 'Status', cell: (d) => d.status },
+    { header: 'Attempts', cell: (d) => d.attempts },
+    { header: 'Answer', cell: (d) => d.lastResponseStatus ?? '—' },
+    { header: 'Error', cell: (d) => d.lastError ?? '' },
+    { header: 'Next attempt', cell: (d) => when(d.nextAttemptAt) },
+    { header: 'Last change', cell: (d) => when(d.updatedAt) },
+  ];
 
   // While a delivery is still being attempted, look again now and then.
   const pending = list.items?.some((d) => d.status === 'pending') ?? false;
@@ -76,9 +90,8 @@ export function DeliveriesScreen({ api, me, flow, onSignedOut }: { api: Api; me:
         <h1 id={titleId}>Deliveries{flow ? ` of flow ${flowName(flow)}` : ''}</h1>
         {readable && <button type="button" onClick={list.reload}>Refresh</button>}
       </div>
-      {!readable ? (
-        <p className="note refused-note">Deliveries need flows:read, and the key you are signed in with lacks it.</p>
-      ) : (
+      {rights.note}
+      {readable && (
         <>
           <div className="toolbar">
             <label>
@@ -100,64 +113,23 @@ export function DeliveriesScreen({ api, me, flow, onSignedOut }: { api: Api; me:
               </select>
             </label>
           </div>
-          {!writable && (
-            <p id={reasonId} className="note refused-note">
-              Your key lacks flows:write, so Retry is turned off.
-            </p>
-          )}
           <p role="status" className="status">{message}</p>
-          <AdminError error={error ?? list.error} />
-          {list.items === null ? (
-            !list.error && <p role="status">Loading deliveries…</p>
-          ) : list.items.length === 0 ? (
-            <p>No deliveries{status ? ` ${status}` : ''} yet.</p>
-          ) : (
-            <table className="list">
-              <caption className="visually-hidden">Deliveries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Change</th>
-                  <th scope="col">Flow</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Answer</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Next attempt</th>
-                  <th scope="col">Last change</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.items.map((d) => (
-                  <tr key={d.id} className={`delivery-${d.status}`}>
-                    <th scope="row">{d.type} #{d.sequence}</th>
-                    <td>{flowName(d.flowId)}</td>
-                    <td>{d.status}</td>
-                    <td>{d.attempts}</td>
-                    <td>{d.lastResponseStatus ?? '—'}</td>
-                    <td>{d.lastError ?? ''}</td>
-                    <td>{when(d.nextAttemptAt)}</td>
-                    <td>{when(d.updatedAt)}</td>
-                    <td>
-                      {d.status === 'failed' && (
-                        <button
-                          type="button"
-                          onClick={() => retry(d)}
-                          disabled={!writable || retrying === d.id}
-                          aria-describedby={writable ? undefined : reasonId}
-                          title={writable ? undefined : lacks('flows:write')}
-                          aria-label={`Retry delivery of change ${d.sequence}`}
-                        >
-                          Retry
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-          {list.more && <button type="button" onClick={list.loadMore}>Load more</button>}
+          <ErrorBox error={error} />
+          <ItemTable
+            list={list}
+            caption="Deliveries"
+            things="deliveries"
+            empty={`No deliveries${status ? ` ${status}` : ''} yet.`}
+            columns={columns}
+            rowClass={(d) => `delivery-${d.status}`}
+            actions={(d) =>
+              d.status === 'failed' && (
+                <button type="button" onClick={() => retry(d)} disabled={retrying === d.id} {...rights.off('retry')} aria-label={`Retry delivery of change ${d.sequence}`}>
+                  Retry
+                </button>
+              )
+            }
+          />
         </>
       )}
     </section>

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { Api } from '../api.ts';
-import { AdminError } from './AdminError.tsx';
-import { type ApiKey, type Item, lacks } from './access.ts';
+import { ErrorBox } from '../ErrorBox.tsx';
+import { type ApiKey, type Item, lacks } from '../scopes.ts';
 import { adminHref, onAdminClick } from './place.ts';
 import { type FormProps, FormShell, type ResourceKind, ResourceScreen } from './ResourceScreen.tsx';
 import { saveItem, tableLabel, useTables } from './resources.ts';
@@ -51,7 +51,7 @@ export function FlowsScreen({ api, me, onSignedOut }: { api: Api; me: ApiKey; on
   };
   return (
     <>
-      <AdminError error={error} />
+      <ErrorBox error={error} />
       <ResourceScreen
         api={api}
         me={me}

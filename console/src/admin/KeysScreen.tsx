@@ -1,7 +1,9 @@
 import { useId, useState } from 'react';
 import type { Api, Table } from '../api.ts';
-import { type ApiKey, can, lacks, refreshMe } from './access.ts';
-import { DeleteDialog, type FormProps, FormShell, type ResourceKind, ResourceScreen, when } from './ResourceScreen.tsx';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { refreshMe } from '../access.ts';
+import { type ApiKey, can, lacks } from '../scopes.ts';
+import { type FormProps, FormShell, type ResourceKind, ResourceScreen, when } from './ResourceScreen.tsx';
 import { saveItem, tableLabel, useTables } from './resources.ts';
 
 /**
@@ -16,7 +18,7 @@ function state(k: ApiKey): string {
   return 'active';
 }
 
-/** Each scope and what it allows, in the words of docs/api.md (here, not in access.ts: the navigation's script needs none of it). */
+/** Each scope and what it allows, in the words of docs/api.md (here, not in scopes.ts: the navigation's script needs none of it). */
 const SCOPES: readonly (readonly [string, string])[] = [
   ['*', 'everything'],
   ['rows:read', 'read rows, their history and aggregates; follow changes'],
@@ -90,7 +92,7 @@ export function KeysScreen({ api, me, onSignedOut }: { api: Api; me: ApiKey; onS
         }
       />
       {revoking && (
-        <DeleteDialog
+        <ConfirmDialog
           title={`Revoke API key ${revoking.key.name}?`}
           note={`From the next request on, the service refuses the key ${revoking.key.name} (${revoking.key.prefix}…). It stays listed, revoked.${revoking.key.id === me.id ? ' It is the key you are signed in with: the console signs out.' : ''}`}
           confirm="Revoke key"

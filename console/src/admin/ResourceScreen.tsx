@@ -1,8 +1,10 @@
 import { type ComponentType, type FormEvent, type ReactNode, useId, useState } from 'react';
 import type { Api } from '../api.ts';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { Dialog } from '../Dialog.tsx';
-import { AdminError } from './AdminError.tsx';
-import { type ApiKey, type Item, can, lacks } from './access.ts';
+import { ErrorBox } from '../ErrorBox.tsx';
+import { type ApiKey, type Item, can, lacks } from '../scopes.ts';
+import { type Column, ItemTable } from '../ItemTable.tsx';
 import { type List, deleteItem, saveItem, useList } from './resources.ts';
 import { SecretDialog } from './SecretDialog.tsx';
 
@@ -31,7 +33,7 @@ export interface ResourceKind<T extends Item> {
   sorting: Record<string, 'asc' | 'desc'>;
   /** How an item is named in labels and confirmations. */
   label: (item: T) => string;
-  columns: { header: string; cell: (item: T) => ReactNode }[];
+  columns: Column<T>[];
   Form: ComponentType<FormProps<T>>;
   /** What a delete takes with it, for the confirmation. */
   deleteNote?: (item: T) => string;
@@ -100,43 +102,22 @@ export function ResourceScreen<T extends Item>({
         </p>
       )}
       {readable && (
-        <>
-          <AdminError error={list.error} />
-          {list.items === null ? (
-            !list.error && <p role="status">Loading {things}…</p>
-          ) : list.items.length === 0 ? (
-            <p>No {things} yet.</p>
-          ) : (
-            <table className="list">
-              <caption className="visually-hidden">{kind.title}</caption>
-              <thead>
-                <tr>
-                  {kind.columns.map((c) => (
-                    <th key={c.header} scope="col">{c.header}</th>
-                  ))}
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.items.map((item) => (
-                  <tr key={item.id}>
-                    {kind.columns.map((c, i) =>
-                      i === 0 ? <th key={c.header} scope="row">{c.cell(item)}</th> : <td key={c.header}>{c.cell(item)}</td>,
-                    )}
-                    <td className="actions">
-                      <button type="button" onClick={() => setEditing(item)} aria-label={`Edit ${kind.noun} ${kind.label(item)}`} {...off}>Edit</button>
-                      {rowActions?.(item, { writable, reasonId: writable ? undefined : reasonId, list })}
-                      <button type="button" className="danger" onClick={() => setDeleting(item)} aria-label={`Delete ${kind.noun} ${kind.label(item)}`} {...off}>
-                        Delete
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+        <ItemTable
+          list={list}
+          caption={kind.title}
+          things={things}
+          empty={`No ${things} yet.`}
+          columns={kind.columns}
+          actions={(item) => (
+            <>
+              <button type="button" onClick={() => setEditing(item)} aria-label={`Edit ${kind.noun} ${kind.label(item)}`} {...off}>Edit</button>
+              {rowActions?.(item, { writable, reasonId: writable ? undefined : reasonId, list })}
+              <button type="button" className="danger" onClick={() => setDeleting(item)} aria-label={`Delete ${kind.noun} ${kind.label(item)}`} {...off}>
+                Delete
+              </button>
+            </>
           )}
-          {list.more && <button type="button" onClick={list.loadMore}>Load more</button>}
-        </>
+        />
       )}
       {editing && (
         <Dialog title={editing === 'new' ? `New ${kind.noun}` : `Edit ${kind.noun} ${kind.label(editing)}`} onClose={() => setEditing(null)} className="wide-dialog">
@@ -154,7 +135,7 @@ export function ResourceScreen<T extends Item>({
         </Dialog>
       )}
       {deleting && (
-        <DeleteDialog
+        <ConfirmDialog
           title={`Delete ${kind.noun} ${kind.label(deleting)}?`}
           note={kind.deleteNote?.(deleting) ?? `This deletes the ${kind.noun} ${kind.label(deleting)}. It cannot be undone.`}
           confirm={`Delete ${kind.noun}`}
@@ -168,32 +149,6 @@ export function ResourceScreen<T extends Item>({
       )}
       {secret && <SecretDialog {...secret} onClose={() => setSecret(null)} />}
     </section>
-  );
-}
-
-/** A confirmation before a change that cannot be undone (a delete, a revocation). */
-export function DeleteDialog({ title, note, confirm, run, onClose, onDone }: { title: string; note: string; confirm: string; run: () => Promise<unknown>; onClose: () => void; onDone: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  async function go() {
-    setBusy(true);
-    try {
-      await run();
-      onDone();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
-  return (
-    <Dialog title={title} onClose={onClose}>
-      <p>{note}</p>
-      <AdminError error={error} />
-      <div className="actions">
-        <button type="button" className="danger" onClick={go} disabled={busy}>{confirm}</button>
-        <button type="button" onClick={onClose} autoFocus>Cancel</button>
-      </div>
-    </Dialog>
   );
 }
 
@@ -219,7 +174,7 @@ export function FormShell<T>({ api, resource, noun, item, body, onSaved, onClose
   return (
     <form onSubmit={submit}>
       {children}
-      <AdminError error={error} />
+      <ErrorBox error={error} />
       <div className="actions">
         <button type="submit" disabled={busy}>{item ? `Save ${noun}` : `Create ${noun}`}</button>
         <button type="button" onClick={onClose}>Cancel</button>

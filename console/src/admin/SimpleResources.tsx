@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { Item } from './access.ts';
+import type { Item } from '../scopes.ts';
 import { type FormProps, FormShell, type ResourceKind } from './ResourceScreen.tsx';
 
 /** Environment variables and members: resources of a few text attributes (docs/api.md, Fields of each resource). */

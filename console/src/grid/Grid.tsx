@@ -33,6 +33,12 @@ export interface GridProps {
   onSort: (keys: SortKey[]) => void;
   selection: RowSelectionState;
   onSelection: (s: RowSelectionState) => void;
+  /** Why the key may not change rows (no rows:update on the table), or null: then no cell is edited, emptied or pasted into. */
+  refusedEdit: string | null;
+  /** Why the key may not add rows (no rows:create), or null: a pasted block past the last row would add them. */
+  refusedAdd: string | null;
+  /** The id of the note saying why the grid is read only. */
+  readOnlyNote?: string;
   onOpenRow: (row: Row) => void;
   onOpenLink: (field: Field, id: string) => void;
   onMessage: (text: string) => void;
@@ -53,9 +59,11 @@ const errorKey = (rowId: string, code: string) => `${rowId}\u0000${code}`;
  * the view is (TanStack Virtual) and read page by page as it scrolls. One cell is active and holds
  * the focus (roving tabindex); arrows, Home/End, Page Up/Down move it, Shift extends a block,
  * Enter or typing edits, Escape cancels, Delete empties, Space selects the row, Ctrl+C copies the
- * block as tab-separated text, Ctrl+V writes a pasted block in one request.
+ * block as tab-separated text, Ctrl+V writes a pasted block in one request. For a key that may not
+ * change the table's rows the grid is read only (aria-readonly): an edit, a Delete or a paste says
+ * why instead of sending what the service would refuse.
  */
-export function Grid({ api, table, data, sort, onSort, selection, onSelection, onOpenRow, onOpenLink, onMessage, onError }: GridProps) {
+export function Grid({ api, table, data, sort, onSort, selection, onSelection, refusedEdit, refusedAdd, readOnlyNote, onOpenRow, onOpenLink, onMessage, onError }: GridProps) {
   const { rows, nextUrl, loadMore, replace } = data;
   const fields = table.fields;
   const colCount = LEAD + fields.length;
@@ -133,6 +141,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
     const field = fieldAt(pos.c);
     const row = rows[pos.r];
     if (!field || !row || !editableAsText(field)) return;
+    if (refusedEdit) return onMessage(refusedEdit);
     const held = errors.get(errorKey(row.id, field.code));
     const base = valueText(field, row.values[field.code]);
     setEditing({ pos, rowId: row.id, text: text ?? held?.text ?? base, base });
@@ -214,6 +223,7 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
       Escape: () => setAnchor(null),
       ' ': () => rows[r] && modelRows[r]?.toggleSelected(),
       Delete: () => {
+        if (refusedEdit) return onMessage(refusedEdit);
         const b = block();
         for (let rr = b.r0; rr <= b.r1; rr++) for (let cc = Math.max(b.c0, LEAD); cc <= b.c1; cc++) if (fieldAt(cc) && editableAsText(fieldAt(cc)!)) void write({ r: rr, c: cc }, '');
       },
@@ -277,6 +287,12 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
         operations.push({ type: 'create', tableId: table.id, values });
         targets.push(null);
       }
+    }
+    // Refused before it is sent when the key lacks what the block would do (a 403 would write nothing either).
+    const refused = (operations.some((o) => o.type === 'update') && refusedEdit) || (operations.some((o) => o.type === 'create') && refusedAdd);
+    if (refused) {
+      onError(new Error(`Nothing was pasted. ${refused}`));
+      return;
     }
     try {
       const result = await api.batch(operations);
@@ -347,6 +363,8 @@ export function Grid({ api, table, data, sort, onSort, selection, onSelection, o
       aria-rowcount={nextUrl ? -1 : rows.length + 1}
       aria-colcount={colCount}
       aria-multiselectable="true"
+      aria-readonly={refusedEdit ? true : undefined}
+      aria-describedby={readOnlyNote}
       className="grid"
       onKeyDown={onKeyDown}
       onCopy={onCopy}

@@ -1,9 +1,11 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { RowSelectionState } from '@tanstack/react-table';
 import { type Api, ApiError, type Field, type Row, type Table } from '../api.ts';
-import { Dialog } from '../Dialog.tsx';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
+import type { ApiKey } from '../scopes.ts';
 import { type Place, go } from '../location.ts';
+import { WithMe, useRights } from '../rights.tsx';
 import { emptyGroup, fromApiFilter } from '../filter-model.ts';
 import { TableDialog } from '../tables/TableDialog.tsx';
 import { ChartPanel } from '../insight/ChartPanel.tsx';
@@ -11,11 +13,15 @@ import { FilterBuilder } from './FilterBuilder.tsx';
 import { ExportDialog, ImportDialog } from './ImportExport.tsx';
 import { Grid } from './Grid.tsx';
 import { RowPanel } from './RowPanel.tsx';
+import { ROW_NEEDS } from './row-needs.ts';
 import { parseSort, sortText } from './sort.ts';
 import { useLive } from './useLive.ts';
 import { useRows } from './useRows.ts';
 
-/** One table: its toolbar, the filter builder, the grid, and the row panel. The view (filter, sort) lives in the URL. */
+/**
+ * One table: its toolbar, the filter builder, the grid, and the row panel. The view (filter, sort)
+ * lives in the URL. What the key may not do on the table is turned off, saying why (rights.tsx).
+ */
 export function GridScreen({ api, place, onSignedOut }: { api: Api; place: Place; onSignedOut: () => void }) {
   const [table, setTable] = useState<Table | null>(null);
   const [loadError, setLoadError] = useState<unknown>(null);
@@ -38,11 +44,16 @@ export function GridScreen({ api, place, onSignedOut }: { api: Api; place: Place
     );
   }
   if (!table) return <p role="status">Loading table…</p>;
-  return <TableView key={table.updatedAt} api={api} table={table} place={place} onTableChanged={loadTable} />;
+  return (
+    <WithMe api={api} onSignedOut={onSignedOut}>
+      {(me) => <TableView key={table.updatedAt} api={api} me={me} table={table} place={place} onTableChanged={loadTable} />}
+    </WithMe>
+  );
 }
 
-function TableView({ api, table, place, onTableChanged }: { api: Api; table: Table; place: Place; onTableChanged: () => void }) {
+function TableView({ api, me, table, place, onTableChanged }: { api: Api; me: ApiKey; table: Table; place: Place; onTableChanged: () => void }) {
   const ref = place.table as string;
+  const rights = useRights(me, table, ROW_NEEDS);
   const data = useRows(api, ref, place.filter, place.sort);
   const live = useLive(api, table.id, place.filter, data.applyChange);
   const sort = useMemo(() => parseSort(place.sort), [place.sort]);
@@ -77,22 +88,23 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
       </div>
       {table.description && <p className="description">{table.description}</p>}
       <div role="toolbar" aria-label="Table actions" className="toolbar">
-        <button type="button" onClick={() => setPanel('new')}>Add row</button>
-        <button type="button" onClick={() => setConfirmDelete(true)} disabled={selectedIds.length === 0} className="danger">
+        <button type="button" onClick={() => setPanel('new')} {...rights.off('create')}>Add row</button>
+        <button type="button" onClick={() => setConfirmDelete(true)} disabled={selectedIds.length === 0} {...rights.off('delete')} className="danger">
           Delete selected rows ({selectedIds.length})
         </button>
         <button type="button" aria-expanded={filterOpen} aria-controls="filter-panel" onClick={() => setFilterOpen(!filterOpen)}>
           Filter{place.filter ? ' (on)' : ''}
         </button>
         <button type="button" aria-expanded={chartOpen} onClick={() => setChartOpen(!chartOpen)}>Chart</button>
-        <button type="button" onClick={() => setTransfer('import')}>Import</button>
-        <button type="button" onClick={() => setTransfer('export')}>Export</button>
-        <button type="button" onClick={() => setEditTable(true)}>Edit table</button>
+        <button type="button" onClick={() => setTransfer('import')} {...rights.off('import', 'create')}>Import</button>
+        <button type="button" onClick={() => setTransfer('export')} {...rights.off('export')}>Export</button>
+        <button type="button" onClick={() => setEditTable(true)} {...rights.off('schema')}>Edit table</button>
         <button type="button" onClick={data.reload}>Reload</button>
         <span className={`live live-${live}`} role="status" aria-label="Live updates">
           {live === 'live' ? '● Live' : live === 'off' ? 'Not live' : live === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
         </span>
       </div>
+      {rights.note}
       <div id="filter-panel" hidden={!filterOpen}>
         {filterOpen && (
           <FilterBuilder key={place.filter ?? ''} fields={table.fields} initial={initialFilter} onApply={(f) => view(f ? JSON.stringify(f) : null, place.sort)} />
@@ -111,6 +123,9 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
         onSort={(keys) => view(place.filter, sortText(keys))}
         selection={selection}
         onSelection={setSelection}
+        refusedEdit={rights.refused('update')}
+        refusedAdd={rights.refused('create')}
+        readOnlyNote={rights.refused('update') ? rights.reasonId('update') : undefined}
         onOpenRow={setPanel}
         onOpenLink={openLink}
         onMessage={(m) => {
@@ -123,6 +138,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
       {panel && (
         <RowPanel
           api={api}
+          me={me}
           table={table}
           row={panel === 'new' ? null : panel}
           onOpenLink={(f, id) => {
@@ -142,7 +158,7 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
           }}
         />
       )}
-      {transfer === 'import' && <ImportDialog api={api} table={table} onClose={() => setTransfer(null)} onDone={data.reload} />}
+      {transfer === 'import' && <ImportDialog api={api} me={me} table={table} onClose={() => setTransfer(null)} onDone={data.reload} />}
       {transfer === 'export' && <ExportDialog api={api} table={table} filter={place.filter} sort={place.sort} onClose={() => setTransfer(null)} />}
       {confirmDelete && (
         <DeleteRowsDialog
@@ -178,35 +194,17 @@ function TableView({ api, table, place, onTableChanged }: { api: Api; table: Tab
 const BULK = 1000;
 
 function DeleteRowsDialog({ api, table, ids, onClose, onDone }: { api: Api; table: Table; ids: string[]; onClose: () => void; onDone: (ids: string[]) => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  async function confirm() {
-    setBusy(true);
-    const done: string[] = [];
-    try {
-      for (let i = 0; i < ids.length; i += BULK) {
-        const chunk = ids.slice(i, i + BULK);
-        await api.deleteRows(table.id, chunk);
-        done.push(...chunk);
-      }
-      onDone(done);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
   const shown = ids.slice(0, 10);
   return (
-    <Dialog title={`Delete ${ids.length} ${ids.length === 1 ? 'row' : 'rows'}?`} onClose={onClose}>
-      <p>
-        This deletes {ids.length === 1 ? 'the row' : `${ids.length} rows`} of {table.name}, with their files: {shown.join(', ')}
-        {ids.length > shown.length ? ` and ${ids.length - shown.length} more` : ''}. It cannot be undone.
-      </p>
-      <ErrorBox error={error} />
-      <div className="actions">
-        <button type="button" className="danger" onClick={confirm} disabled={busy}>Delete {ids.length === 1 ? 'row' : 'rows'}</button>
-        <button type="button" onClick={onClose} autoFocus>Cancel</button>
-      </div>
-    </Dialog>
+    <ConfirmDialog
+      title={`Delete ${ids.length} ${ids.length === 1 ? 'row' : 'rows'}?`}
+      note={`This deletes ${ids.length === 1 ? 'the row' : `${ids.length} rows`} of ${table.name}, with their files: ${shown.join(', ')}${ids.length > shown.length ? ` and ${ids.length - shown.length} more` : ''}. It cannot be undone.`}
+      confirm={`Delete ${ids.length === 1 ? 'row' : 'rows'}`}
+      run={async () => {
+        for (let i = 0; i < ids.length; i += BULK) await api.deleteRows(table.id, ids.slice(i, i + BULK));
+      }}
+      onClose={onClose}
+      onDone={() => onDone(ids)}
+    />
   );
 }

@@ -2,6 +2,8 @@ import { type FormEvent, useState } from 'react';
 import { type Api, ApiError, type Table } from '../api.ts';
 import { Dialog } from '../Dialog.tsx';
 import { ErrorBox } from '../ErrorBox.tsx';
+import type { ApiKey } from '../scopes.ts';
+import { useRights } from '../rights.tsx';
 import { sniffEncoding } from '../encoding-sniff.ts';
 import { percent, sendWithProgress } from '../transfer.ts';
 
@@ -31,7 +33,9 @@ function problemsOf(err: ApiError): Problem[] {
  * UTF-8, detected when it is chosen), mode and atomicity; a progress bar while it uploads; the
  * problems listed by line and column.
  */
-export function ImportDialog({ api, table, onClose, onDone }: { api: Api; table: Table; onClose: () => void; onDone: () => void }) {
+export function ImportDialog({ api, me, table, onClose, onDone }: { api: Api; me: ApiKey; table: Table; onClose: () => void; onDone: () => void }) {
+  // An upsert also updates rows (CONTRACT §12); create and import themselves the toolbar's Import button checked.
+  const rights = useRights(me, table, { upsert: { scope: 'rows:update', without: 'an import cannot update rows by id' } });
   const [file, setFile] = useState<File | null>(null);
   const [format, setFormat] = useState('csv');
   const [encoding, setEncoding] = useState('utf8');
@@ -87,9 +91,9 @@ export function ImportDialog({ api, table, onClose, onDone }: { api: Api; table:
           <EncodingSelect value={encoding} onChange={setEncoding} describedBy="import-encoding-note" />
           <label>
             Mode
-            <select value={mode} onChange={(e) => setMode(e.target.value)}>
+            <select value={mode} onChange={(e) => setMode(e.target.value)} aria-describedby={rights.refused('upsert') ? rights.reasonId('upsert') : undefined}>
               <option value="create">create rows</option>
-              <option value="upsert">create or update by id</option>
+              <option value="upsert" disabled={rights.refused('upsert') !== null}>create or update by id</option>
             </select>
           </label>
           <label className="check">
@@ -98,6 +102,7 @@ export function ImportDialog({ api, table, onClose, onDone }: { api: Api; table:
           </label>
         </div>
         <p id="import-encoding-note" className="note" role="status">{note}</p>
+        {rights.note}
         {progress !== null && (
           <label className="wide">
             Upload progress

@@ -1,5 +1,9 @@
 import { type FormEvent, useEffect, useState } from 'react';
-import { type Api, ApiError, type Change, type Field, type Row, type Table, sameOrigin } from '../api.ts';
+import { type Api, ApiError, type Change, type Field, type Row, type Table } from '../api.ts';
+import type { ApiKey } from '../scopes.ts';
+import { useRights } from '../rights.tsx';
+import { uploadTarget } from '../upload-target.ts';
+import { ROW_NEEDS } from './row-needs.ts';
 import { LinkChips } from './Cell.tsx';
 import { percent, sendWithProgress } from '../transfer.ts';
 import { detailTarget } from '../error-details.ts';
@@ -8,11 +12,14 @@ import { ErrorBox } from '../ErrorBox.tsx';
 import { type FileValue, editableAsText, textValue, valueText } from '../field-types.ts';
 
 /**
- * One row as a form, every field a labelled control (a new row when `row` is null). A 400's details
- * are shown beside the fields they name. Seams for later sessions: the row's history and its links
- * become sections of this panel, file fields an upload control.
+ * One row as a form, every field a labelled control (a new row when `row` is null), with its links,
+ * its history and its files' uploads. A 400's details are shown beside the fields they name. For a
+ * key that may not write the row (rows:update, or rows:create for a new one), the form is read only
+ * and says why.
  */
-export function RowPanel({ api, table, row, onSaved, onClose, onOpenLink }: { api: Api; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void; onOpenLink: (f: Field, id: string) => void }) {
+export function RowPanel({ api, me, table, row, onSaved, onClose, onOpenLink }: { api: Api; me: ApiKey; table: Table; row: Row | null; onSaved: (r: Row, created: boolean) => void; onClose: () => void; onOpenLink: (f: Field, id: string) => void }) {
+  const rights = useRights(me, table, { save: row ? ROW_NEEDS.update : ROW_NEEDS.create });
+  const refused = rights.refused('save');
   const [id, setId] = useState('');
   const [texts, setTexts] = useState<Record<string, string>>(() => Object.fromEntries(table.fields.map((f) => [f.code, row ? valueText(f, row.values[f.code]) : ''])));
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
@@ -51,77 +58,81 @@ export function RowPanel({ api, table, row, onSaved, onClose, onOpenLink }: { ap
 
   return (
     <Dialog title={row ? `Row ${row.id}` : `New row in ${table.name}`} onClose={onClose} className="panel">
+      {rights.note}
       <form onSubmit={save}>
-        {row ? (
-          <dl className="system">
-            <dt>Id</dt><dd>{row.id}</dd>
-            <dt>Created</dt><dd>{row.createdAt}</dd>
-            <dt>Updated</dt><dd>{row.updatedAt}</dd>
-          </dl>
-        ) : (
-          <label>
-            Id (optional)
-            <input value={id} onChange={(e) => setId(e.target.value)} spellCheck={false} />
-          </label>
-        )}
-        {table.fields.map((f) => {
-          const errId = `row-err-${f.code}`;
-          const invalid = fieldErrors[f.code] !== undefined;
-          const common = {
-            'aria-invalid': invalid || undefined,
-            'aria-describedby': invalid ? errId : undefined,
-            value: texts[f.code],
-            onChange: (e: { target: { value: string } }) => setTexts({ ...texts, [f.code]: e.target.value }),
-          };
-          const label = `${f.name}${f.required ? ' (required)' : ''}`;
-          let control;
-          if (f.type === 'file') {
-            const file = row?.values[f.code] as FileValue | null | undefined;
-            control = (
-              <div className="file-field">
-                <span className="label-text">{label}</span>
-                {file ? (file.url ? <a href={file.url} download={file.name}>{file.name}</a> : <span>{file.name}</span>) : <span className="empty-text">no file</span>}
-                {row ? <FileUpload api={api} table={table} row={row} field={f} onSaved={(r) => onSaved(r, false)} /> : <span className="note">Add the row first, then upload its file.</span>}
+        <fieldset className="plain" disabled={refused !== null} aria-describedby={refused ? rights.reasonId('save') : undefined}>
+          <legend className="visually-hidden">Values</legend>
+          {row ? (
+            <dl className="system">
+              <dt>Id</dt><dd>{row.id}</dd>
+              <dt>Created</dt><dd>{row.createdAt}</dd>
+              <dt>Updated</dt><dd>{row.updatedAt}</dd>
+            </dl>
+          ) : (
+            <label>
+              Id (optional)
+              <input value={id} onChange={(e) => setId(e.target.value)} spellCheck={false} />
+            </label>
+          )}
+          {table.fields.map((f) => {
+            const errId = `row-err-${f.code}`;
+            const invalid = fieldErrors[f.code] !== undefined;
+            const common = {
+              'aria-invalid': invalid || undefined,
+              'aria-describedby': invalid ? errId : undefined,
+              value: texts[f.code],
+              onChange: (e: { target: { value: string } }) => setTexts({ ...texts, [f.code]: e.target.value }),
+            };
+            const label = `${f.name}${f.required ? ' (required)' : ''}`;
+            let control;
+            if (f.type === 'file') {
+              const file = row?.values[f.code] as FileValue | null | undefined;
+              control = (
+                <div className="file-field">
+                  <span className="label-text">{label}</span>
+                  {file ? (file.url ? <a href={file.url} download={file.name}>{file.name}</a> : <span>{file.name}</span>) : <span className="empty-text">no file</span>}
+                  {row ? <FileUpload api={api} table={table} row={row} field={f} onSaved={(r) => onSaved(r, false)} /> : <span className="note">Add the row first, then upload its file.</span>}
+                </div>
+              );
+            } else if (f.type === 'select' || f.type === 'boolean') {
+              const choices = f.type === 'boolean' ? ['true', 'false'] : ((f.options.choices as string[]) ?? []);
+              control = (
+                <label>
+                  {label}
+                  <select {...common}>
+                    <option value="">(empty)</option>
+                    {choices.map((c) => (
+                      <option key={c} value={c}>{c}</option>
+                    ))}
+                  </select>
+                </label>
+              );
+            } else if (f.type === 'record' || f.type === 'list' || (f.type === 'text' && (texts[f.code]?.length ?? 0) > 60)) {
+              control = (
+                <label className="wide">
+                  {label}
+                  <textarea rows={3} spellCheck={false} {...common} />
+                </label>
+              );
+            } else {
+              control = (
+                <label>
+                  {label}
+                  <input spellCheck={false} {...common} />
+                </label>
+              );
+            }
+            return (
+              <div key={f.code} className="form-field">
+                {control}
+                {invalid && <span id={errId} className="field-error">{fieldErrors[f.code]}</span>}
               </div>
             );
-          } else if (f.type === 'select' || f.type === 'boolean') {
-            const choices = f.type === 'boolean' ? ['true', 'false'] : ((f.options.choices as string[]) ?? []);
-            control = (
-              <label>
-                {label}
-                <select {...common}>
-                  <option value="">(empty)</option>
-                  {choices.map((c) => (
-                    <option key={c} value={c}>{c}</option>
-                  ))}
-                </select>
-              </label>
-            );
-          } else if (f.type === 'record' || f.type === 'list' || (f.type === 'text' && (texts[f.code]?.length ?? 0) > 60)) {
-            control = (
-              <label className="wide">
-                {label}
-                <textarea rows={3} spellCheck={false} {...common} />
-              </label>
-            );
-          } else {
-            control = (
-              <label>
-                {label}
-                <input spellCheck={false} {...common} />
-              </label>
-            );
-          }
-          return (
-            <div key={f.code} className="form-field">
-              {control}
-              {invalid && <span id={errId} className="field-error">{fieldErrors[f.code]}</span>}
-            </div>
-          );
-        })}
+          })}
+        </fieldset>
         <ErrorBox error={error} />
         <div className="actions">
-          <button type="submit" disabled={busy}>{row ? 'Save row' : 'Add row'}</button>
+          <button type="submit" disabled={busy} {...rights.off('save')}>{row ? 'Save row' : 'Add row'}</button>
           <button type="button" onClick={onClose}>Close</button>
         </div>
       </form>
@@ -176,6 +187,12 @@ function RowHistory({ api, table, row }: { api: Api; table: Table; row: Row }) {
   );
 }
 
+/** The origins uploads may go to, as the service wrote them into the page (console-routes.ts), besides the page's own. */
+function pageOrigins() {
+  const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content || null;
+  return { page: location.origin, service: meta('rowhouse-service-origin'), bucket: meta('rowhouse-bucket-origin') };
+}
+
 /**
  * A file field's upload, in the three steps of CONTRACT §8: an upload URL for this row, the bytes
  * PUT to it (with a progress bar; the URL is signed, so no key goes with them), then the row
@@ -190,8 +207,7 @@ function FileUpload({ api, table, row, field, onSaved }: { api: Api; table: Tabl
     setProgress(0);
     try {
       const [issued] = (await api.fileUploadUrl(table.id, row.id)).data;
-      // The service's own URL is fetched from this origin (the CSP's connect-src); a bucket's is used as given.
-      const target = new URL(issued.url, location.href).pathname.startsWith('/files/') ? sameOrigin(issued.url) : issued.url;
+      const target = uploadTarget(issued.url, pageOrigins());
       await sendWithProgress('PUT', target, file, { 'content-type': file.type || 'application/octet-stream' }, setProgress);
       onSaved(await api.updateRow(table.id, row.id, { [field.code]: { id: issued.id, name: file.name } }));
     } catch (err) {

@@ -1,16 +1,23 @@
 import { useCallback, useEffect, useState } from 'react';
 import { type Api, ApiError, type Table } from '../api.ts';
-import { Dialog } from '../Dialog.tsx';
-import { ErrorBox } from '../ErrorBox.tsx';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import type { ApiKey } from '../scopes.ts';
+import { type Column, ItemTable } from '../ItemTable.tsx';
 import { go } from '../location.ts';
+import { WithMe, useRights } from '../rights.tsx';
 import { TableDialog } from './TableDialog.tsx';
 
-/** Every table the key may see: open one, create, edit or delete. */
+/** Every table the key may see: open one, create, edit or delete (each turned off, saying why, for a key without schema:write on every table). */
 export function TablesScreen({ api, onSignedOut }: { api: Api; onSignedOut: () => void }) {
+  return <WithMe api={api} onSignedOut={onSignedOut}>{(me) => <Tables api={api} me={me} onSignedOut={onSignedOut} />}</WithMe>;
+}
+
+function Tables({ api, me, onSignedOut }: { api: Api; me: ApiKey; onSignedOut: () => void }) {
   const [tables, setTables] = useState<Table[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [editing, setEditing] = useState<Table | 'new' | null>(null);
   const [deleting, setDeleting] = useState<Table | null>(null);
+  const rights = useRights(me, null, { schema: { scope: 'schema:write', without: 'tables cannot be created, changed or deleted here' } });
 
   const load = useCallback(async () => {
     try {
@@ -23,49 +30,40 @@ export function TablesScreen({ api, onSignedOut }: { api: Api; onSignedOut: () =
   }, [api, onSignedOut]);
   useEffect(() => void load(), [load]);
 
+  const columns: Column<Table>[] = [
+    {
+      header: 'Name',
+      cell: (t) => (
+        <a href={`console?table=${encodeURIComponent(t.code ?? t.id)}`} onClick={(e) => { e.preventDefault(); go({ table: t.code ?? t.id, filter: null, sort: null }); }}>
+          {t.name}
+        </a>
+      ),
+    },
+    { header: 'Code', cell: (t) => <code>{t.code}</code> },
+    { header: 'Fields', cell: (t) => t.fields.length },
+    { header: 'Description', cell: (t) => t.description },
+  ];
+
   return (
     <section aria-labelledby="tables-title">
       <div className="screen-head">
         <h1 id="tables-title">Tables</h1>
-        <button type="button" onClick={() => setEditing('new')}>New table</button>
+        <button type="button" onClick={() => setEditing('new')} {...rights.off('schema')}>New table</button>
       </div>
-      <ErrorBox error={error} />
-      {tables === null ? (
-        <p role="status">Loading tables…</p>
-      ) : tables.length === 0 ? (
-        <p>No tables yet. Create one with New table.</p>
-      ) : (
-        <table className="list">
-          <caption className="visually-hidden">Tables</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Code</th>
-              <th scope="col">Fields</th>
-              <th scope="col">Description</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tables.map((t) => (
-              <tr key={t.id}>
-                <th scope="row">
-                  <a href={`console?table=${encodeURIComponent(t.code ?? t.id)}`} onClick={(e) => { e.preventDefault(); go({ table: t.code ?? t.id, filter: null, sort: null }); }}>
-                    {t.name}
-                  </a>
-                </th>
-                <td><code>{t.code}</code></td>
-                <td>{t.fields.length}</td>
-                <td>{t.description}</td>
-                <td className="actions">
-                  <button type="button" onClick={() => setEditing(t)} aria-label={`Edit table ${t.name}`}>Edit</button>
-                  <button type="button" className="danger" onClick={() => setDeleting(t)} aria-label={`Delete table ${t.name}`}>Delete</button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {rights.note}
+      <ItemTable
+        list={{ items: tables, error }}
+        caption="Tables"
+        things="tables"
+        empty={rights.refused('schema') ? 'No tables that your key may see.' : 'No tables yet. Create one with New table.'}
+        columns={columns}
+        actions={(t) => (
+          <>
+            <button type="button" onClick={() => setEditing(t)} aria-label={`Edit table ${t.name}`} {...rights.off('schema')}>Edit</button>
+            <button type="button" className="danger" onClick={() => setDeleting(t)} aria-label={`Delete table ${t.name}`} {...rights.off('schema')}>Delete</button>
+          </>
+        )}
+      />
       {editing && (
         <TableDialog
           api={api}
@@ -93,32 +91,22 @@ export function TablesScreen({ api, onSignedOut }: { api: Api; onSignedOut: () =
 }
 
 /** Deleting a table asks first, naming what goes with it. */
-export function DeleteTableDialog({ api, table, onClose, onDone }: { api: Api; table: Table; onClose: () => void; onDone: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  async function confirm() {
-    setBusy(true);
-    try {
-      await api.deleteTable(table.id);
-      onDone();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+function DeleteTableDialog({ api, table, onClose, onDone }: { api: Api; table: Table; onClose: () => void; onDone: () => void }) {
   return (
-    <Dialog title={`Delete table ${table.name}?`} onClose={onClose}>
-      <p>
-        This deletes the table <strong>{table.name}</strong>
-        {table.code ? <> (<code>{table.code}</code>)</> : null}, every row in it, every file attached to its rows, and its{' '}
-        {table.fields.length} {table.fields.length === 1 ? 'field' : 'fields'}
-        {table.fields.length > 0 ? `: ${table.fields.map((f) => f.name).join(', ')}` : ''}. It cannot be undone.
-      </p>
-      <ErrorBox error={error} />
-      <div className="actions">
-        <button type="button" className="danger" onClick={confirm} disabled={busy}>Delete table {table.name}</button>
-        <button type="button" onClick={onClose} autoFocus>Cancel</button>
-      </div>
-    </Dialog>
+    <ConfirmDialog
+      title={`Delete table ${table.name}?`}
+      note={
+        <>
+          This deletes the table <strong>{table.name}</strong>
+          {table.code ? <> (<code>{table.code}</code>)</> : null}, every row in it, every file attached to its rows, and its{' '}
+          {table.fields.length} {table.fields.length === 1 ? 'field' : 'fields'}
+          {table.fields.length > 0 ? `: ${table.fields.map((f) => f.name).join(', ')}` : ''}. It cannot be undone.
+        </>
+      }
+      confirm={`Delete table ${table.name}`}
+      run={() => api.deleteTable(table.id)}
+      onClose={onClose}
+      onDone={onDone}
+    />
   );
 }

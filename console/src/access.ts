@@ -1,43 +1,11 @@
 import { useEffect, useRef, useState } from 'react';
-import { type Api, ApiError } from '../api.ts';
+import { type Api, ApiError } from './api.ts';
+import type { ApiKey } from './scopes.ts';
 
 /**
- * The signed-in key (`GET /api/api-keys/me`, CONTRACT §12) and what it may do: the administration
- * turns off, with the reason, what the key would be refused. The service still decides: a 403 is
- * shown as it answers it.
+ * The signed-in key (`GET /api/api-keys/me`, CONTRACT §12), read once for every screen that turns
+ * off what the key would be refused (scopes.ts says what it may do, rights.tsx turns it off).
  */
-
-/** What every generic resource item has (docs/api.md, Generic resources). */
-export interface Item {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy: string;
-  updatedBy: string;
-}
-
-export interface RateLimit {
-  requests: number;
-  perSeconds: number;
-}
-
-export interface ApiKey extends Item {
-  name: string;
-  memberId: string;
-  prefix: string;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  scopes: string[];
-  tables: string[];
-  rateLimit: RateLimit | null;
-  /** The key itself: in the create answer only. */
-  key?: string;
-}
-
-export const can = (me: ApiKey | null, scope: string): boolean => me !== null && (me.scopes.includes('*') || me.scopes.includes(scope));
-
-export const lacks = (scope: string) => `Your key lacks ${scope}.`;
 
 // One /me request for the nav and the screen; asked again after a change to the keys.
 const cache = new WeakMap<Api, Promise<ApiKey>>();
