@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import { tableRefusal } from '../domain/access.ts';
@@ -8,7 +8,7 @@ import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
 import { planChangeStream } from '../plan/change-plans.ts';
-import { type ChangeStreams, WRITE_HIGH_WATER } from '../stream/change-streams.ts';
+import type { ChangeStreams } from '../stream/change-streams.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { tableOr404 } from '../store/execute.ts';
 import { changesGone } from './changes-routes.ts';
@@ -46,22 +46,24 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   // Where a stream without a cursor starts; also where the table's reader starts, if this is its first stream.
   const start = await deps.log.startingPoint(db, table.id);
   const plan = planChangeStream(table, q, keyId, q.after ?? start);
-  // Once it holds WRITE_HIGH_WATER bytes, its stream is sent no more until it has passed them on (change-streams.ts).
-  const body = new PassThrough({ writableHighWaterMark: WRITE_HIGH_WATER });
-  const raw = reply.raw;
-  deps.streams.open(
-    plan,
-    { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
-    start,
-  );
-  // The client has gone (or the answer is over): the stream stops.
-  raw.once('close', () => body.destroy());
-  return reply
+  // The stream writes its events to the response itself, each write a socket write of buffers
+  // shared by every stream (change-streams.ts): no stream in between to pipe through, and no chunk
+  // framing (the body runs until the connection closes, as HTTP/1.1 allows and EventSource reads).
+  // Once the connection holds more than its socket's high-water mark (16 KiB), the stream is sent
+  // no more until it has passed it on. The headers Fastify's hooks set (x-request-id) go with it.
+  reply
     .header('content-type', 'text/event-stream; charset=utf-8')
     .header('cache-control', 'no-store')
     // Proxies that buffer answers (nginx) pass this one on as it comes.
-    .header('x-accel-buffering', 'no')
-    .send(body);
+    .header('x-accel-buffering', 'no');
+  const raw = reply.raw;
+  reply.hijack();
+  raw.useChunkedEncodingByDefault = false;
+  raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
+  // A write racing the client's going (its socket destroyed, 'close' not yet emitted) fails: the stream ends on 'close'.
+  raw.on('error', () => {});
+  deps.streams.open(plan, { body: raw, buffered: () => raw.writableLength, abort: () => raw.destroy() }, start);
+  return reply;
 }
 
 /** The routes under /api (api-plugin.ts), behind the key check. */
