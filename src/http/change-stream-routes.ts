@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import { tableRefusal } from '../domain/access.ts';
@@ -8,7 +8,7 @@ import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
 import { planChangeStream } from '../plan/change-plans.ts';
-import { type ChangeStreams, WRITE_HIGH_WATER } from '../stream/change-streams.ts';
+import type { ChangeStreams, StreamBody } from '../stream/change-streams.ts';
 import type { ChangeLog } from '../store/change-log.ts';
 import { tableOr404 } from '../store/execute.ts';
 import { changesGone } from './changes-routes.ts';
@@ -46,22 +46,41 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   // Where a stream without a cursor starts; also where the table's reader starts, if this is its first stream.
   const start = await deps.log.startingPoint(db, table.id);
   const plan = planChangeStream(table, q, keyId, q.after ?? start);
-  // Once it holds WRITE_HIGH_WATER bytes, its stream is sent no more until it has passed them on (change-streams.ts).
-  const body = new PassThrough({ writableHighWaterMark: WRITE_HIGH_WATER });
-  const raw = reply.raw;
-  deps.streams.open(
-    plan,
-    { body, buffered: () => body.writableLength + body.readableLength + raw.writableLength, abort: () => raw.destroy() },
-    start,
-  );
-  // The client has gone (or the answer is over): the stream stops.
-  raw.once('close', () => body.destroy());
-  return reply
+  // The stream writes its events to the connection itself, each write one socket write of buffers
+  // shared by every stream (change-streams.ts): no stream in between to pipe through, no chunk
+  // framing (the body runs until the connection closes, as HTTP/1.1 allows and EventSource reads),
+  // and not the response's write, which corks the socket and uncorks it on the next tick for each
+  // write. Once the socket holds more than its high-water mark (16 KiB beyond what the kernel
+  // took), the stream is sent no more until it has passed it on. The headers Fastify's hooks set
+  // (x-request-id) go first, with the response's own.
+  reply
     .header('content-type', 'text/event-stream; charset=utf-8')
     .header('cache-control', 'no-store')
     // Proxies that buffer answers (nginx) pass this one on as it comes.
-    .header('x-accel-buffering', 'no')
-    .send(body);
+    .header('x-accel-buffering', 'no');
+  const raw = reply.raw;
+  const socket = raw.socket;
+  reply.hijack();
+  // The client has gone already: nothing to answer.
+  if (!socket) return reply;
+  raw.useChunkedEncodingByDefault = false;
+  raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
+  raw.flushHeaders();
+  const body: StreamBody = {
+    write: (data) => socket.write(data),
+    // The response ends (with no framing, its connection closes once what was written has gone).
+    end: () => raw.end(),
+    get writableNeedDrain() {
+      return socket.writableNeedDrain;
+    },
+    // 'close': the connection has gone (the client left, or the answer ended).
+    once: (event, listener) => (event === 'drain' ? socket.once(event, listener) : raw.once(event, listener)),
+    off: (event, listener) => (event === 'drain' ? socket.off(event, listener) : raw.off(event, listener)),
+  };
+  // A write racing the client's going fails on the socket (the server's own handler has it); the stream ends on 'close'.
+  raw.on('error', () => {});
+  deps.streams.open(plan, { body, buffered: () => socket.writableLength, abort: () => raw.destroy() }, start);
+  return reply;
 }
 
 /** The routes under /api (api-plugin.ts), behind the key check. */

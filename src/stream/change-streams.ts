@@ -1,4 +1,3 @@
-import type { PassThrough } from 'node:stream';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { ChangeStreamPlan } from '../plan/change-plans.ts';
 import { matchesRowFilter } from '../domain/row-filter-match.ts';
@@ -22,19 +21,25 @@ import type { Meta } from '../store/meta-schema.ts';
  *   table standing at the tail (`live`). A thousand live streams woken by a commit cost one read,
  *   and each batch's event text is made once, as buffers every unfiltered stream writes as they
  *   are; streams with the same filter share the changes it keeps. It reads at most every ROUND_MS
- *   (unless behind): a table written a thousand times a second is read a hundred times, each read
- *   taking what committed since the last, and each stream is written once per read;
- * - a stream behind the tail (one resuming from an id, one whose client held it back) catches up
- *   on its own, reading the log from its position up to the tail (reads of streams at one position
- *   shared), and joins the live ones when it stands at the tail;
+ *   (unless behind; more with many streams, ROUND_SHARE): a table written a thousand times a
+ *   second is read at most a hundred times, each read taking what committed since the last, and
+ *   each stream is written once per read;
+ * - the reader keeps its last reads (RECENT_BYTES of event text; what it read from the log, as it
+ *   read it): a stream a little behind the tail (one whose client held it back a moment, one
+ *   resuming from a recent id) catches up from them, sent the same chunks the live streams were,
+ *   with no read of the log and no event text made for it alone;
+ * - a stream further behind catches up on its own, reading the log from its position (reads of
+ *   streams at one position shared) up to where the reader's recent reads begin, then from them,
+ *   and joins the live ones when it stands at the tail;
  * - the reader is woken when this instance commits entries of the table (ChangeLog.committed), and
  *   when another instance says it did (Database.changeSignals: PostgreSQL's NOTIFY); and every
  *   second anyway (twice a second while the signals from other instances are not heard), so a
  *   lost signal costs at most that;
- * - a stream is sent no more while its client has not taken what it was sent (its body full): it
- *   leaves the live ones, and once its client has taken it, catches up from the log, which is the
- *   buffer: a slow client holds at most one read (BATCH changes), the body's buffer and the
- *   socket's. One that takes nothing for `stallMs` is cut off; it resumes from its last id.
+ * - a stream is sent no more while its client has not taken what it was sent (the connection holds
+ *   more than its socket's high-water mark, 16 KiB): it leaves the live ones, and once its client
+ *   has taken it, catches up (from the recent reads, or from the log, which is the buffer): a slow
+ *   client holds at most one read (BATCH changes) and the socket's buffer. One that takes nothing
+ *   for `stallMs` is cut off; it resumes from its last id.
  * - the keys of open streams are looked at every TICK_MS: a key revoked, expired or deleted ends
  *   its streams within a second (on another instance too: the metadata version moves by NOTIFY);
  * - a comment line every `heartbeatMs` of silence; `close()` (server shutdown) ends every stream, and
@@ -46,16 +51,26 @@ const BATCH = 100;
 /** The most bytes of events written to a stream at once (more when one change is larger). */
 const CHUNK_BYTES = 16 * 1024;
 /**
- * What the response body takes before it says to wait (change-stream-routes.ts): a stream is sent
- * a whole read, and is sent the next only once its body is below this again.
- */
-export const WRITE_HIGH_WATER = 64 * 1024;
-/**
  * The shortest time between two reads of a table's reader (unless it is behind): under a steady
  * stream of writes each read takes what committed in that time, and each live stream is written
  * once per read, not once per commit. A wake after a quiet spell reads at once.
+ *
+ * With many live streams the time grows, so that writing to them takes at most about a
+ * 1/ROUND_SHARE of the time: the time between reads is at least ROUND_SHARE times what handing the
+ * last reads to the live streams took (a moving average), up to ROUND_MAX_MS. Each write to a
+ * stream costs the same however many changes it holds; so a thousand streams of a table written
+ * a thousand times a second are written, say, 40 times a second each rather than 100, and each
+ * change waits up to 25 ms for its read rather than 10.
  */
 const ROUND_MS = 10;
+const ROUND_SHARE = 5;
+const ROUND_MAX_MS = 50;
+/**
+ * How much event text of its last reads a table's reader keeps (at least its last read), for the
+ * streams a little behind it to catch up from: at 1,000 single-row writes a second of the bench's
+ * rows, about the last second and a half.
+ */
+const RECENT_BYTES = 1024 * 1024;
 /** How long a stream catching up waits when the log holds nothing it may pass yet. */
 const WAIT_MS = 50;
 /** How often keys, heartbeats and the looks below are seen to. */
@@ -103,16 +118,30 @@ interface Read {
   after: number;
   entries: Entry[];
   through: number;
+  /** The bytes of its entries' event text. */
+  bytes: number;
   /** Its chunks for the streams without a filter, made once however many send them. */
   plain?: Chunk[];
   /** …and by the filter that keeps them. */
   filtered: Map<string, Promise<Chunk[]>>;
 }
 
-/** Where a stream's events go: the response body, with what the HTTP layer knows of its socket. */
+/**
+ * The response a stream writes its events to (Node's ServerResponse has all of it): write answers
+ * false, and writableNeedDrain holds, once the connection holds more than it should, until 'drain'.
+ */
+export interface StreamBody {
+  write(data: string | Buffer): boolean;
+  end(): void;
+  readonly writableNeedDrain: boolean;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+  off(event: 'drain' | 'close', listener: () => void): unknown;
+}
+
+/** Where a stream's events go: the response, with what the HTTP layer knows of its socket. */
 export interface StreamOutput {
-  body: PassThrough;
-  /** Bytes sent and not yet taken by the client's socket (the body's buffers and the response's). */
+  body: StreamBody;
+  /** Bytes sent and not yet taken by the client's socket. */
   buffered(): number;
   /** Cuts the connection (a client that takes nothing). */
   abort(): void;
@@ -151,12 +180,23 @@ class TableStreams {
   dirty = false;
   /** When the reader last read (performance.now()). */
   lastRead = 0;
+  /** How long handing a read to the unfiltered live streams took, in ms (a moving average). */
+  deliveryMs = 0;
   /** The table was found deleted: its streams end once they have sent what the log holds. */
   gone = false;
   /** …and the reader has read it all and ended its live streams. */
   finished = false;
   /** Reads of streams catching up, by position. */
   readonly reads = new Map<number, Promise<Read>>();
+  /**
+   * The reader's last reads, oldest first, each beginning where the one before ended (the last one
+   * ends at the tail), RECENT_BYTES of event text at most (and at least the last read).
+   */
+  recent: Read[] = [];
+  recentBytes = 0;
+  /** Reads streams catching up made: of the log, and of the reader's recent reads (stats). */
+  logReads = 0;
+  recentReads = 0;
 
   constructor(
     readonly id: string,
@@ -197,13 +237,16 @@ export class ChangeStreams {
 
   /**
    * Streams open now (of a table, or of all): how many, how many are sent what their table's reader
-   * reads (live) and how many wait for their client (held), and the most bytes one of them holds
-   * unsent (tests watch them).
+   * reads (live) and how many wait for their client (held), the most bytes one of them holds
+   * unsent, and how many reads the streams catching up made, of the log and of the reader's recent
+   * reads (tests watch them).
    */
-  stats(tableId?: string): { open: number; live: number; held: number; mostBuffered: number } {
-    const stats = { open: 0, live: 0, held: 0, mostBuffered: 0 };
+  stats(tableId?: string): { open: number; live: number; held: number; mostBuffered: number; logReads: number; recentReads: number } {
+    const stats = { open: 0, live: 0, held: 0, mostBuffered: 0, logReads: 0, recentReads: 0 };
     for (const [id, table] of this.tables) {
       if (tableId !== undefined && id !== tableId) continue;
+      stats.logReads += table.logReads;
+      stats.recentReads += table.recentReads;
       for (const s of table.all) {
         stats.open++;
         if (s.mode === 'live') stats.live++;
@@ -279,8 +322,8 @@ export class ChangeStreams {
 
   /**
    * The table's reader: reads the log after its tail until it holds no more, handing each batch to
-   * the live streams; a wake meanwhile makes it look again. It reads at most every ROUND_MS unless
-   * it is behind (its last read was a whole batch).
+   * the live streams; a wake meanwhile makes it look again. It reads at most every ROUND_MS (more
+   * with many live streams: ROUND_SHARE) unless it is behind (its last read was a whole batch).
    */
   private async follow(table: TableStreams): Promise<void> {
     if (table.reading) {
@@ -291,7 +334,8 @@ export class ChangeStreams {
     try {
       let behind = false;
       for (;;) {
-        const wait = behind ? 0 : table.lastRead + ROUND_MS - performance.now();
+        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.deliveryMs));
+        const wait = behind ? 0 : table.lastRead + round - performance.now();
         // What waits its turn (writes, other tables) goes first; what commits meanwhile joins this read.
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         else if (behind) await new Promise((resolve) => setImmediate(resolve));
@@ -307,7 +351,10 @@ export class ChangeStreams {
           // Then what its streams missed is gone: they end, and their clients' reconnects hear 410.
           if (entries[0].sequence > after + 1 && after < (await this.log.purgedThrough(this.database.db, table.id))) {
             for (const s of [...table.live]) this.end(s);
-          }
+            // Nor may a stream catch up across the gap from the recent reads: it reads the log, and ends there.
+            table.recent = [];
+            table.recentBytes = 0;
+          } else keep(table, read);
           table.tail = entries[entries.length - 1].sequence;
           await this.deliver(table, read);
         } else if (gone) {
@@ -330,6 +377,7 @@ export class ChangeStreams {
   /** Hands a batch the reader read to each live stream: the same chunks to every stream with the same filter. */
   private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
+    const started = performance.now();
     for (const s of [...table.live]) {
       // The unfiltered streams are sent theirs at once.
       if (s.filterKey === '') this.sendLive(table, s, plainChunks(read));
@@ -341,17 +389,24 @@ export class ChangeStreams {
         );
       }
     }
+    table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * (performance.now() - started);
     await Promise.all(filtered);
+    // What the filtered live streams were sent is not kept with the recent reads (chunksFor).
+    read.filtered.clear();
   }
 
-  /** A read's chunks as the stream's filter keeps them (made once per filter). */
-  private chunksFor(read: Read, s: Stream): Promise<Chunk[]> {
+  /**
+   * A read's chunks as the stream's filter keeps them: made once per filter, but for a recent read
+   * (`memo` false), whose chunks are made again for each filtered stream catching up from it, so
+   * that the recent reads hold no more than their own text however many filters there are.
+   */
+  private chunksFor(read: Read, s: Stream, memo = true): Promise<Chunk[]> {
     if (s.filterKey === '') return Promise.resolve(plainChunks(read));
     let made = read.filtered.get(s.filterKey);
     if (!made) {
       const filter = s.plan.filter;
       made = Promise.all(read.entries.map((e) => this.keeps(filter, e))).then((kept) => chunked(read.after, read.entries, kept));
-      read.filtered.set(s.filterKey, made);
+      if (memo) read.filtered.set(s.filterKey, made);
     }
     return made;
   }
@@ -359,7 +414,7 @@ export class ChangeStreams {
   /**
    * Sends a live stream a read's chunks, all of them (they are shared buffers: the stream holds
    * references, not copies). One whose client has not taken what the last read sent it (its body
-   * still full) leaves the live ones instead, until it has; then it catches up from the log.
+   * still full) leaves the live ones instead, until it has; then it catches up (catchUp).
    */
   private sendLive(table: TableStreams, s: Stream, chunks: Chunk[]): void {
     if (!s.out.body.writableNeedDrain) {
@@ -373,17 +428,12 @@ export class ChangeStreams {
 
   /**
    * Sends a stream that is not at the tail (just opened, or held back by its client) what the log
-   * holds from its position up to the tail, then makes it live.
+   * holds from its position up to the tail (from the reader's recent reads as far as they go back),
+   * then makes it live.
    */
   private async catchUp(table: TableStreams, s: Stream): Promise<void> {
     try {
-      if (s.mode === 'held') {
-        if (!(await this.drained(s))) {
-          this.end(s, true);
-          return;
-        }
-        s.mode = 'catching';
-      }
+      if (s.mode === 'held' && !(await this.heldBack(s))) return;
       for (;;) {
         if (s.closed) return;
         if (s.position >= table.tail) {
@@ -395,8 +445,21 @@ export class ChangeStreams {
           table.live.add(s);
           return;
         }
-        const cap = table.tail;
-        const read = await this.sharedRead(table, s.position, cap);
+        const from = s.position;
+        const recent = recentAfter(table, from);
+        if (recent) {
+          // What the reader read after its position, as the live streams were sent it.
+          table.recentReads++;
+          const chunks = await this.chunksFor(recent, s, false);
+          if (s.closed) return;
+          send(s, chunks);
+          if (s.out.body.writableNeedDrain && !(await this.heldBack(s))) return;
+          continue;
+        }
+        // Up to where the recent reads begin (they may move on meanwhile: the next turn looks again).
+        const cap = table.recent.length > 0 ? table.recent[0].after : table.tail;
+        table.logReads++;
+        const read = await this.sharedRead(table, from, cap);
         if (s.closed) return;
         const { entries } = read;
         // A gap (before the first entry read, or up to `through` when none was): numbers a failed
@@ -407,7 +470,6 @@ export class ChangeStreams {
           this.end(s);
           return;
         }
-        const from = s.position;
         if (entries.length > 0) {
           const chunks = await this.chunksFor(read, s);
           if (s.closed) return;
@@ -417,12 +479,7 @@ export class ChangeStreams {
         if (entries.length < BATCH) s.position = Math.max(s.position, read.through);
         // Its client has not taken what it was sent: it waits (the log is the buffer).
         if (s.out.body.writableNeedDrain) {
-          s.mode = 'held';
-          if (!(await this.drained(s))) {
-            this.end(s, true);
-            return;
-          }
-          s.mode = 'catching';
+          if (!(await this.heldBack(s))) return;
         } else if (s.position === from) {
           // Nothing to pass yet (PostgreSQL: a write still to commit holds readers below the tail): a while later.
           await new Promise((resolve) => setTimeout(resolve, WAIT_MS));
@@ -432,6 +489,17 @@ export class ChangeStreams {
       this.options.warn(`change stream of table ${s.plan.tableId}: ${(err as Error).message}`);
       this.end(s);
     }
+  }
+
+  /** Waits for a stream's client to take what it was sent (held); false when it did not within stallMs, and was cut off. */
+  private async heldBack(s: Stream): Promise<boolean> {
+    s.mode = 'held';
+    if (!(await this.drained(s))) {
+      this.end(s, true);
+      return false;
+    }
+    s.mode = 'catching';
+    return true;
   }
 
   /** The table's entries after `after` up to `cap`: one read shared by the streams catching up from that position. */
@@ -454,7 +522,7 @@ export class ChangeStreams {
       const frame = `id: ${sequence}\nevent: change\ndata: ${changeJson(change)}\n\n`;
       return { sequence, change, frame, bytes: Buffer.byteLength(frame) };
     });
-    return { after, entries, through, filtered: new Map() };
+    return { after, entries, through, bytes: entries.reduce((n, e) => n + e.bytes, 0), filtered: new Map() };
   }
 
   /** Whether the client took what it was sent within stallMs. */
@@ -607,6 +675,26 @@ function chunked(after: number, entries: Entry[], kept: boolean[] | null): Chunk
     }
   }
   return chunks;
+}
+
+/** Keeps the reader's read (one that began at the tail) with its recent reads, dropping the oldest beyond RECENT_BYTES. */
+function keep(table: TableStreams, read: Read): void {
+  // They follow one another: a read that does not begin where the last ended starts them anew.
+  const last = table.recent.at(-1);
+  if (last && last.entries[last.entries.length - 1].sequence !== read.after) {
+    table.recent = [];
+    table.recentBytes = 0;
+  }
+  table.recent.push(read);
+  table.recentBytes += read.bytes;
+  while (table.recent.length > 1 && table.recentBytes > RECENT_BYTES) table.recentBytes -= (table.recent.shift() as Read).bytes;
+}
+
+/** The recent read holding the entries just after `position` (it began at or before it), if the reader keeps it. */
+function recentAfter(table: TableStreams, position: number): Read | undefined {
+  const { recent } = table;
+  if (recent.length === 0 || position < recent[0].after) return undefined;
+  return recent.find((r) => r.entries[r.entries.length - 1].sequence > position);
 }
 
 /** A read's chunks for the streams without a filter (made once). */

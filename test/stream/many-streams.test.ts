@@ -146,7 +146,7 @@ eachDatabase('many change streams of one table', (kind) => {
     for (const c of [slow, ...others]) await c.until(() => c.comments.includes('open'), 5000, 'open');
     slow.pause();
     const big = 'x'.repeat(4000);
-    // Until the server holds back for it (its socket's and body's buffers full: it stays held back): it leaves the streams the table's reader sends to.
+    // Until the server holds back for it (its socket's buffers full: it stays held back): it leaves the streams the table's reader sends to.
     const heldBack = async () => t.app.changeStreams!.stats(tableId).held === 1 && (await sleep(300), t.app.changeStreams!.stats(tableId).held === 1);
     for (let i = 0; !(await heldBack()); i++) {
       assert.ok(i < 60, 'the server held back');
