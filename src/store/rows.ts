@@ -279,8 +279,8 @@ export class RowStore {
 
   /**
    * One link field of many rows followed (the other side of a pair, an unlink on delete:
-   * LinkWrites): from each row's value the ids of `drop` removed and those of `add` appended where
-   * not there, by the database from the value the row holds as it is written (LinkSql.followed),
+   * LinkWrites): from each row's value the ids of `drop` removed and those of `add` appended (where
+   * not there, if it `mayHold` them), by the database from the value the row holds as it is written (LinkSql.followed),
    * in one statement per 1,000 rows binding them as lists, each row with its update entry naming
    * the field, rendered by the database too (ChangeLog.updateWithEntries). In a transaction
    * only; rows that are gone are skipped. Only a link value is written: no file is attached.
@@ -295,11 +295,11 @@ export class RowStore {
     const returning = this.changes !== undefined && this.dialect.writingWith;
     const t = this.template(db, table, `follow-links:${column}:${multiple}:${returning}`, (d, arg) => {
       const list = links.listRows(
-        Array.from({ length: links.listParameters(3) }, (_, k) => sql`${arg(2 + k)}`),
-        ['rh_id', 'rh_add', 'rh_drop'],
+        Array.from({ length: links.listParameters(4) }, (_, k) => sql`${arg(2 + k)}`),
+        ['rh_id', 'rh_add', 'rh_drop', 'rh_may_hold'],
       );
       // Unquoted rh_ names (LinkSql.listRows).
-      const value = links.followed(sql.raw(`rh_t."${column}"`), sql.raw('rh_list.rh_add'), sql.raw('rh_list.rh_drop'), multiple);
+      const value = links.followed(sql.raw(`rh_t."${column}"`), sql.raw('rh_list.rh_add'), sql.raw('rh_list.rh_drop'), sql.raw('rh_list.rh_may_hold'), multiple);
       const query = sql<RawRow>`update ${sql.table(table.physical)} as rh_t
         set ${sql.ref(column)} = ${value}, updated_at = ${this.dialect.nextTimestamp('updated_at', arg(0))}, updated_by = ${arg(1)}
         from ${list} where rh_t.id = rh_list.rh_id${returning ? sql` returning rh_t.*, rh_list.rh_k` : sql``}`;
@@ -309,7 +309,8 @@ export class RowStore {
     for (let i = 0; i < given.length; i += FOLLOW_EACH) {
       const part = given.slice(i, i + FOLLOW_EACH);
       const ids = part.map((item) => item.id);
-      const query = t.with([ctx.now, ctx.memberId, ...links.bindList([ids, part.map((item) => json(item.add)), part.map((item) => json(item.drop))])]);
+      const lists = [ids, part.map((item) => json(item.add)), part.map((item) => json(item.drop)), part.map((item) => (item.mayHold ? 'y' : null))];
+      const query = t.with([ctx.now, ctx.memberId, ...links.bindList(lists)]);
       const n = this.changes ? await this.changes.updateWithEntries(db, table, ctx, query, ids, [field.code]) : Number((await db.executeQuery(query)).numAffectedRows ?? 0);
       this.wrote(db, table, n);
     }

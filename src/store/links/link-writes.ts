@@ -17,11 +17,16 @@ import { listParams, listStatement } from './list-statements.ts';
  * inside the write's transaction (its tables' writes always run in one: RowStore.needsTransaction).
  */
 
-/** Of one row whose link field follows the other side of a pair (or an unlink): the ids to remove from its value, and those to append. */
+/**
+ * Of one row whose link field follows the other side of a pair (or an unlink): the ids to remove
+ * from its value, and those to append. `mayHold`: the value may hold some of them already (the
+ * row wrote that field itself in the same request); elsewhere the edges say none is there.
+ */
 export interface LinkFollow {
   id: string;
   add: readonly string[];
   drop: readonly string[];
+  mayHold: boolean;
 }
 
 /** What a link maintenance asks of the row store: the other side's rows updated and cascaded deletes, without coming back here for what it already did. */
@@ -142,7 +147,7 @@ export class LinkWrites {
     for (const field of table.fields) {
       if (!isLinkField(field)) continue;
       const writes = items.flatMap((item, k) => (item.values.has(field) ? [{ k, item, ids: linkIds(item.values.get(field)) }] : []));
-      if (writes.length > 0) await this.fieldWritten(tx, rows, table, field, writes, ctx, at);
+      if (writes.length > 0) await this.fieldWritten(tx, rows, table, field, writes, items, ctx, at);
     }
   }
 
@@ -152,6 +157,7 @@ export class LinkWrites {
     table: TableDef,
     field: FieldDef,
     writes: { k: number; item: WrittenRow; ids: string[] }[],
+    items: readonly WrittenRow[],
     ctx: WriteContext,
     at: (k: number, err: ServiceError) => unknown,
   ): Promise<void> {
@@ -210,7 +216,9 @@ export class LinkWrites {
     if (!linkOptions(partner).multiple) await this.singleSideHolds(tx, table, field, edges, partner, [...added.keys()]);
     // The other field of the pair follows on every target row whose links changed: appended in
     // order, removed where gone, by the database from the value the row holds (RowStore.followLinks).
-    const follow = [...touched].sort().flatMap((id) => (found.has(id) ? [{ id, add: added.get(id) ?? [], drop: removed.get(id) ?? [] }] : []));
+    // Rows of the same table that wrote the other field themselves may hold ids added here already.
+    const holding = new Set(target.id === table.id ? items.filter((item) => [...item.values.keys()].some((f) => f.id === partner.id)).map((item) => item.id) : []);
+    const follow = [...touched].sort().flatMap((id) => (found.has(id) ? [{ id, add: added.get(id) ?? [], drop: removed.get(id) ?? [], mayHold: holding.has(id) }] : []));
     await rows.followLinks(tx, target, partner, follow, ctx);
   }
 
@@ -273,7 +281,7 @@ export class LinkWrites {
       }
       // The linking rows locked in id order, then each written without the ids deleted (RowStore.followLinks).
       const present = await this.existing(tx, source, linking.keys(), 'update');
-      const follow = [...linking.keys()].sort().flatMap((id) => (present.has(id) ? [{ id, add: [], drop: linking.get(id) as string[] }] : []));
+      const follow = [...linking.keys()].sort().flatMap((id) => (present.has(id) ? [{ id, add: [], drop: linking.get(id) as string[], mayHold: false }] : []));
       await rows.followLinks(tx, source, live, follow, ctx);
     }
     for (const field of table.fields) {
