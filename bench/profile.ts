@@ -2,9 +2,11 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|create|idemcreate|patch|bulk|linkbulk|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   node --import tsx bench/profile.ts [get|first|paid|create|idemcreate|patch|bulk|linkbulk|expand|linkfirst|export] [seconds=5]      (BENCH_DATABASE=postgres too)
 //   (linkbulk: bulk creates into a table of the dataset's fields plus a `customer` link, paired with an
-//   `orders` field on a table of 1,000 customers, each row linking one of them)
+//   `orders` field on a table of 1,000 customers, each row linking one of them; expand: the first page
+//   of the bench table whose rows link PROFILE_CUSTOMERS (1,000) customers that way, with
+//   `expand=customer`, and linkfirst the same page without it)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
 // PROFILE_LOG_LEVEL=info runs the service as users do by default, with its access log (stdout read by this process).
@@ -128,8 +130,19 @@ const profiles = path.join(dir, 'profiles');
 const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startPostgres() : null;
 const env = { ROWHOUSE_DATA_DIR: dir, ...(postgres ? { DATABASE_URL: postgres.url } : {}), ...(process.env.PROFILE_LOG_LEVEL ? { ROWHOUSE_LOG_LEVEL: process.env.PROFILE_LOG_LEVEL } : {}) };
 let service = await startService(env);
-const table = await createBenchTable(service.url);
-await loadThroughApi(service.url, 'bench', N);
+// expand and linkfirst: the bench table's rows each link one of PROFILE_CUSTOMERS customers (paired
+// with their `orders` field, so each customer carries about N / PROFILE_CUSTOMERS order ids).
+const LINKED = WORKLOAD === 'expand' || WORKLOAD === 'linkfirst';
+const CUSTOMERS = Number(process.env.PROFILE_CUSTOMERS ?? 1000);
+if (LINKED) {
+  await api(service.url, 'POST', '/api/tables', { code: 'customers', name: 'Customers', fields: [{ code: 'name', type: 'text' }, { code: 'country', type: 'text' }] });
+  for (let c = 0; c < CUSTOMERS; c += 1000) {
+    const data = Array.from({ length: Math.min(1000, CUSTOMERS - c) }, (_, j) => ({ id: `cust-${c + j}`, values: { name: `Customer ${c + j}`, country: 'JP' } }));
+    await api(service.url, 'POST', '/api/tables/customers/rows-bulk', { data });
+  }
+}
+const table = await createBenchTable(service.url, 'bench', LINKED ? [{ code: 'customer', type: 'link', options: { table: 'customers', inverse: { code: 'orders' } } }] : []);
+await loadThroughApi(service.url, 'bench', N, LINKED ? (i) => ({ customer: `cust-${(i * 7919) % CUSTOMERS}` }) : undefined);
 if (WORKLOAD === 'linkbulk') {
   await api(service.url, 'POST', '/api/tables', { code: 'customers', name: 'Customers', fields: [{ code: 'country', type: 'text' }] });
   await api(service.url, 'POST', '/api/tables/customers/rows-bulk', { data: Array.from({ length: 1000 }, (_, c) => ({ id: `cust-${c}`, values: { country: 'JP' } })) });
@@ -164,10 +177,13 @@ const serviceRequests = {
   linkbulk: {
     method: 'POST' as const,
     path: '/api/tables/linked/rows-bulk',
-    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: { ...r.values, customer: `cust-${(k = (k * 7919 + 13) % 1000)}` } })) }),
+    // Each bulk links every customer once (7919 is prime to 1,000), as bench/links.ts's bulks link 1,000 different ones.
+    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) }),
     headers: auth,
   },
   first: { path: '/api/tables/bench/rows', headers: auth },
+  expand: { path: '/api/tables/bench/rows?expand=customer', headers: auth },
+  linkfirst: { path: '/api/tables/bench/rows', headers: auth },
   paid: { path: paid, headers: auth },
   get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
   export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },

@@ -36,7 +36,7 @@ function expander(store: ExportStore, plan: ExportPlan): Expander {
   return async (rows) => {
     if (plan.expand.length === 0) return undefined;
     const raws = rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])) as RawRow);
-    const expanded = await expandLinks(store.database.db, dialect, store.catalog, raws.map((row) => ({ table: plan.table, row })), plan.expand);
+    const expanded = await expandLinks(store.database, store.catalog, raws.map((row) => ({ table: plan.table, row })), plan.expand);
     return (fieldId, value) => {
       const x = expanded.get(fieldId);
       if (x === undefined) return undefined;

@@ -67,7 +67,7 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
       const tables = await writer.batchTables(batchTableRefs(request.body), fresh);
       const expand = request.query && Object.hasOwn(request.query, 'expand') ? batchExpandOf(request.query, tables.values()) : [];
       const results = await runBatch(writer, planBatch(parseBatch(request.body, tables)), ctx);
-      const expanded = expand.length > 0 ? await expandLinks(deps.database.db, deps.database.dialect, deps.catalog, results, expand) : undefined;
+      const expanded = expand.length > 0 ? await expandLinks(deps.database, deps.catalog, results, expand) : undefined;
       return { results, expanded };
     });
     return sendBatch(deps, reply, results, expanded);

@@ -34,7 +34,7 @@ type RowParams = { Params: { table: string; rowId: string } };
 /** The rows an answer's expanded link fields name (none asked: nothing read). */
 export async function expandRows(deps: RowsDeps, table: TableDef, rows: readonly RawRow[], fields: readonly FieldDef[]): Promise<Expanded | undefined> {
   if (fields.length === 0) return undefined;
-  return expandLinks(deps.database.db, deps.database.dialect, deps.catalog, rows.map((row) => ({ table, row })), fields);
+  return expandLinks(deps.database, deps.catalog, rows.map((row) => ({ table, row })), fields);
 }
 
 /**

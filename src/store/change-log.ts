@@ -137,6 +137,19 @@ export class ChangeLog implements EntryMaker {
     await this.numbering.insertWithEntries(tx, table, ctx, insert, n, this);
   }
 
+  /**
+   * In the transaction `tx`: `update` (rows of the table updated; on PostgreSQL returning every
+   * column and `rh_k`, the row's place in `ids`) run with each row's update entry naming
+   * `changedFields`, rendered by the database from the rows as updated and numbered in the order of
+   * `ids` (ChangeNumbering.updateWithEntries): none is rendered or sent by JavaScript. The
+   * transaction's entries of the table noted before are written first. Answers the rows updated.
+   */
+  async updateWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, update: CompiledQuery, ids: readonly string[], changedFields: readonly string[]): Promise<number> {
+    if (!tx.isTransaction) throw new Error('ChangeLog.updateWithEntries: in a transaction');
+    await this.writeNoted(tx, this.pendingOf(tx, table, ctx));
+    return this.numbering.updateWithEntries(tx, table, ctx, update, ids, changedFields, this);
+  }
+
   /** The transaction's pending entries of the table, made on first use with the hooks that write them before it commits and announce them after. */
   private pendingOf(tx: Db, table: TableDef, ctx: { memberId: string; now: string }): Pending {
     let byTable = this.pending.get(tx);

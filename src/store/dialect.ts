@@ -10,6 +10,7 @@ import type { TableDef } from '../domain/table.ts';
 import type { EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
 import type { PlannerStatistics } from './statistics.ts';
 import type { AggregateSql } from './aggregate-dialect.ts';
+import type { LinkSql } from './link-dialect.ts';
 import type { PreparedStatementsMode } from '../config.ts';
 
 export type { ColumnKind } from '../domain/value-codec.ts';
@@ -95,6 +96,8 @@ export interface Dialect extends ValueCodec {
   recordValues: RecordValueSql;
   /** The SQL of aggregates where the databases differ: date buckets in a time zone, min and max (aggregate-dialect.ts). */
   aggregates: AggregateSql;
+  /** The SQL of link maintenance and `expand` where the databases differ: lists bound as one parameter, link values followed (link-dialect.ts). */
+  links: LinkSql;
   /** What numbers a new table's change entries (PostgreSQL: its sequence, change-numbering.ts), made with the table in `tx`. */
   createChangeNumbers(tx: QueryExecutorProvider, tableId: string): Promise<void>;
   /** What numbered a dropped table's change entries, dropped with it. */
@@ -129,6 +132,13 @@ export interface ChangeNumbering {
   insertedRows(tx: Db, pending: PendingEntries, ctx: EntryContext, first: number, last: number, log: EntryMaker): void;
   /** PostgreSQL: a multi-row insert run with its rows' create entries (ChangeLog.insertWithEntries). */
   insertWithEntries(tx: Db, table: TableDef, ctx: EntryContext, insert: CompiledQuery, n: number, log: EntryMaker): Promise<void>;
+  /**
+   * In the transaction `tx`, no entry of the table pending: `update` (PostgreSQL: returning every
+   * column and `rh_k`, the row's place in `ids`) run with each row's update entry naming
+   * `changedFields`, its record rendered by the database, numbered in the order of `ids` (the ids
+   * of the rows it may update; those that are gone are not). Answers the rows updated.
+   */
+  updateWithEntries(tx: Db, table: TableDef, ctx: EntryContext, update: CompiledQuery, ids: readonly string[], changedFields: readonly string[], log: EntryMaker): Promise<number>;
   /** The highest number of the table's entries a reader may pass: no entry numbered up to it will commit later. */
   readableThrough(db: Db, tableId: string): Promise<number>;
   /** A table being deleted: a delete entry for each of its rows, numbered in id order, by one statement in `tx`. Answers whether it wrote any. */

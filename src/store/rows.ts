@@ -20,8 +20,8 @@ import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
 import type { ChangeLog } from './change-log.ts';
 import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
-import type { LinkWrites, WrittenRow } from './links/link-writes.ts';
-import { isLinkField } from '../domain/field-types/link.ts';
+import type { LinkFollow, LinkWrites, WrittenRow } from './links/link-writes.ts';
+import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
 import { inHeldScope } from './transaction-hooks.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
@@ -37,8 +37,8 @@ export interface FileAttachments {
 const SYSTEM = SYSTEM_ORDER.map((c) => c.column);
 if (SYSTEM.join() !== 'id,created_at,updated_at,created_by,updated_by') throw new Error('RowStore.newRow fills the system columns in another order');
 
-/** Rows per statement of updateEach (two bound values each). */
-const UPDATE_EACH = 1000;
+/** Rows per statement of followLinks. */
+const FOLLOW_EACH = 1000;
 
 /** Compiled statements of a table version, by purpose (its column lists and decoders are the version's CompiledTable). */
 const templatesOf = new TableMemo('RowStore statements, by purpose', () => new Map<string, QueryTemplate<RawRow>>());
@@ -278,45 +278,42 @@ export class RowStore {
   }
 
   /**
-   * One field set on many rows, each to a value of its own, in one statement per 1,000 rows, with
-   * each row's update entry: what `update` with `links` false does row by row (the other side of
-   * a pair, an unlink: LinkWrites), set-based. In a transaction only. Rows that are gone are
-   * skipped; answers the rows written, in the order given.
+   * One link field of many rows followed (the other side of a pair, an unlink on delete:
+   * LinkWrites): from each row's value the ids of `drop` removed and those of `add` appended (where
+   * not there, if it `mayHold` them), by the database from the value the row holds as it is written (LinkSql.followed),
+   * in one statement per 1,000 rows binding them as lists, each row with its update entry naming
+   * the field, rendered by the database too (ChangeLog.updateWithEntries). In a transaction
+   * only; rows that are gone are skipped. Only a link value is written: no file is attached.
    */
-  async updateEach(db: Db, table: TableDef, field: FieldDef, items: readonly { id: string; value: unknown }[], ctx: WriteContext): Promise<RawRow[]> {
-    if (!db.isTransaction) throw new Error('RowStore.updateEach: in a transaction');
+  async followLinks(db: Db, table: TableDef, field: FieldDef, items: readonly LinkFollow[], ctx: WriteContext): Promise<void> {
+    if (!db.isTransaction) throw new Error('RowStore.followLinks: in a transaction');
     const given = items.filter((item) => ROW_ID.test(item.id));
-    for (const { id, value } of given) await this.attachFiles(db, table, id, new Map([[field, value]]), ctx.now);
-    const type = fieldType(field.type);
-    const columnType = sql.raw(this.dialect.columnType(type.column));
+    const { links } = this.dialect;
     const column = fieldColumn(field.id);
-    const written = new Map<string, RawRow>();
-    for (let i = 0; i < given.length; i += UPDATE_EACH) {
-      const part = given.slice(i, i + UPDATE_EACH);
-      // Compiled once per table version, field and size; a part is padded with rows that match none
-      // (a null id) to the next power of two, so a few sizes serve every part (building the
-      // statement of 1,000 rows anew took 30 ms, more than running it).
-      const n = Math.min(UPDATE_EACH, 2 ** Math.ceil(Math.log2(part.length)));
-      const t = this.template(db, table, `update-each:${column}:${n}`, (d, arg) => {
-        // The values typed by a cast (PostgreSQL types a VALUES list by its values, a bound one as text).
-        const values = sql.join(Array.from({ length: n }, (_, k) => sql`(${arg(2 + 2 * k)}, cast(${arg(3 + 2 * k)} as ${columnType}))`));
-        const query = sql<RawRow>`with rh_given (rh_id, rh_value) as (values ${values})
-          update ${sql.table(table.physical)} set ${sql.ref(column)} = rh_given.rh_value, updated_at = ${this.dialect.nextTimestamp('updated_at', arg(0))}, updated_by = ${arg(1)}
-          from rh_given where ${sql.ref(`${table.physical}.id`)} = rh_given.rh_id
-          returning ${sql.join(this.columns(table).map((c) => sql.ref(c)))}`;
-        return { compile: () => query.compile(d) };
-      });
-      const args: unknown[] = [ctx.now, ctx.memberId];
-      for (let k = 0; k < n; k++) {
-        const item = part[k];
-        args.push(item ? item.id : null, item && item.value !== null ? type.toDb(item.value, this.dialect) : null);
-      }
-      for (const row of (await db.executeQuery<RawRow>(t.with(args))).rows) written.set(row.id, row);
+    const multiple = linkOptions(field).multiple;
+    // PostgreSQL writes the entries in the same statement, from the rows the update returns.
+    const returning = this.changes !== undefined && this.dialect.writingWith;
+    const t = this.template(db, table, `follow-links:${column}:${multiple}:${returning}`, (d, arg) => {
+      const list = links.listRows(
+        Array.from({ length: links.listParameters(4) }, (_, k) => sql`${arg(2 + k)}`),
+        ['rh_id', 'rh_add', 'rh_drop', 'rh_may_hold'],
+      );
+      // Unquoted rh_ names (LinkSql.listRows).
+      const value = links.followed(sql.raw(`rh_t."${column}"`), sql.raw('rh_list.rh_add'), sql.raw('rh_list.rh_drop'), sql.raw('rh_list.rh_may_hold'), multiple);
+      const query = sql<RawRow>`update ${sql.table(table.physical)} as rh_t
+        set ${sql.ref(column)} = ${value}, updated_at = ${this.dialect.nextTimestamp('updated_at', arg(0))}, updated_by = ${arg(1)}
+        from ${list} where rh_t.id = rh_list.rh_id${returning ? sql` returning rh_t.*, rh_list.rh_k` : sql``}`;
+      return { compile: () => query.compile(d) };
+    });
+    const json = (ids: readonly string[]) => (ids.length === 0 ? null : JSON.stringify(ids));
+    for (let i = 0; i < given.length; i += FOLLOW_EACH) {
+      const part = given.slice(i, i + FOLLOW_EACH);
+      const ids = part.map((item) => item.id);
+      const lists = [ids, part.map((item) => json(item.add)), part.map((item) => json(item.drop)), part.map((item) => (item.mayHold ? 'y' : null))];
+      const query = t.with([ctx.now, ctx.memberId, ...links.bindList(lists)]);
+      const n = this.changes ? await this.changes.updateWithEntries(db, table, ctx, query, ids, [field.code]) : Number((await db.executeQuery(query)).numAffectedRows ?? 0);
+      this.wrote(db, table, n);
     }
-    const rows = given.flatMap(({ id }) => written.get(id) ?? []);
-    this.wrote(db, table, rows.length);
-    await this.logged(db, table, ctx, rows.map((row) => ({ type: 'update', rowId: row.id, row, changedFields: [field.code] })));
-    return rows;
   }
 
   /**

@@ -5,7 +5,7 @@ import { shop, snapshot, valuesById } from './support.ts';
 
 /**
  * The other side of a pair kept in step by bulk writes (store/links/link-writes.ts, set-based:
- * RowStore.updateEach): each row of the other side whose value changes is written once per
+ * RowStore.followLinks): each row of the other side whose value changes is written once per
  * request, to the value a row-by-row write would give (ids appended in the order of the request,
  * removed where gone), with one update entry naming the field and its updatedAt moved; an unlink
  * on delete likewise. Concurrent writers linking the same row lose none of each other's links.
@@ -119,6 +119,50 @@ eachDatabase('links: bulk writes to a pair', (kind) => {
     assert.ok(updates.every((c) => c.row.values.customer === null && c.changedFields[0] === 'customer'));
     const c2 = await t.get(`/api/tables/${s.customers}/rows/c2`);
     assert.deepEqual(c2.body.values.orders, ['o1', 'o4', 'o7']);
+  });
+
+  it('many to many: removing an id keeps the order of the others, adding appends, from either side, with one entry per row changed', async () => {
+    const n = Math.floor(Math.random() * 1e9);
+    const tags = `tags_${n}`;
+    const items = `items_${n}`;
+    assert.equal((await t.post('/api/tables', { code: tags, name: 'Tags', fields: [{ code: 'label', type: 'text' }] })).status, 201);
+    const made = await t.post('/api/tables', { code: items, name: 'Items', fields: [{ code: 'tags', type: 'link', options: { table: tags, multiple: true, inverse: { code: 'items' } } }] });
+    assert.equal(made.status, 201, made.text);
+    await t.post(`/api/tables/${tags}/rows-bulk`, { data: ['t1', 't2'].map((id) => ({ id, values: { label: id } })) });
+    const created = await t.post(`/api/tables/${items}/rows-bulk`, { data: ['i1', 'i2', 'i3', 'i4'].map((id) => ({ id, values: { tags: ['t1'] } })) });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual((await t.get(`/api/tables/${tags}/rows/t1`)).body.values.items, ['i1', 'i2', 'i3', 'i4']);
+    const mark = lastSequence(await feed(tags));
+    const r = await t.patch(`/api/tables/${items}/rows-bulk`, { data: [{ id: 'i2', values: { tags: [] } }, { id: 'i4', values: { tags: ['t2', 't1'] } }] });
+    assert.equal(r.status, 200, r.text);
+    const byTag = valuesById((await snapshot(t, tags))[tags]);
+    assert.deepEqual(byTag.t1.items, ['i1', 'i3', 'i4']);
+    assert.deepEqual(byTag.t2.items, ['i4']);
+    const last = new Map<string, unknown>();
+    for (const c of updatesOf(await feed(tags), mark)) {
+      assert.deepEqual(c.changedFields, ['items']);
+      last.set(c.rowId, c.row.values.items);
+    }
+    assert.deepEqual(Object.fromEntries(last), { t1: ['i1', 'i3', 'i4'], t2: ['i4'] });
+    // From the other side: t2 takes i1 and drops i4; i1 appends t2 after t1, i4 keeps t1 alone.
+    const itemMark = lastSequence(await feed(items));
+    const p = await t.patch(`/api/tables/${tags}/rows-bulk`, { data: [{ id: 't2', values: { items: ['i1'] } }] });
+    assert.equal(p.status, 200, p.text);
+    const byItem = valuesById((await snapshot(t, items))[items]);
+    assert.deepEqual(byItem.i1.tags, ['t1', 't2']);
+    assert.deepEqual(byItem.i2.tags, []);
+    assert.deepEqual(byItem.i4.tags, ['t1']);
+    assert.deepEqual(
+      updatesOf(await feed(items), itemMark).map((c) => [c.rowId, c.row.values.tags]),
+      [
+        ['i1', ['t1', 't2']],
+        ['i4', ['t1']],
+      ],
+    );
+    // Deleting t1 unlinks it everywhere: i1 keeps t2, i3 and i4 hold none.
+    assert.equal((await t.delete(`/api/tables/${tags}/rows/t1`)).status, 204);
+    const afterDelete = valuesById((await snapshot(t, items))[items]);
+    assert.deepEqual([afterDelete.i1.tags, afterDelete.i3.tags, afterDelete.i4.tags], [['t2'], [], []]);
   });
 
   it('keeps every link when concurrent writers link orders to the same customer', async () => {

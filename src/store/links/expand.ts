@@ -1,11 +1,12 @@
 import type { FieldDef } from '../../domain/field-types/field-type.ts';
-import { decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
+import { decodeLink, isLinkField, linkIds, linkOptions } from '../../domain/field-types/link.ts';
 import { fieldColumn } from '../../domain/row-columns.ts';
 import type { RawRow } from '../../domain/row.ts';
 import type { TableDef } from '../../domain/table.ts';
-import { type Db, readRows } from '../database.ts';
-import type { Dialect } from '../dialect.ts';
+import { sql } from 'kysely';
+import { type Database, readRows } from '../database.ts';
 import type { TableCatalog } from '../table-catalog.ts';
+import { listParams, listStatement } from './list-statements.ts';
 
 /** The rows an `expand`ed link field names, read once for a whole answer: its target table and those rows by id. */
 export interface Expansion {
@@ -16,11 +17,16 @@ export interface Expansion {
 /** Per expanded field id. */
 export type Expanded = ReadonlyMap<string, Expansion>;
 
+/** Ids read per statement. */
+const PER_READ = 1000;
+
 /**
  * Reads the rows the `fields` link to from the given rows (each of its own table), in one
- * statement per field and 1,000 ids. A field of a table none of the rows is of reads nothing.
+ * statement per field and 1,000 ids, the ids bound as one list (list-statements.ts). A field of a
+ * table none of the rows is of reads nothing.
  */
-export async function expandLinks(db: Db, dialect: Dialect, catalog: TableCatalog, rows: readonly { table: TableDef; row: RawRow | null }[], fields: readonly FieldDef[]): Promise<Expanded> {
+export async function expandLinks(database: Database, catalog: TableCatalog, rows: readonly { table: TableDef; row: RawRow | null }[], fields: readonly FieldDef[]): Promise<Expanded> {
+  const { db, dialect } = database;
   const out = new Map<string, Expansion>();
   for (const field of fields) {
     const column = fieldColumn(field.id);
@@ -33,9 +39,17 @@ export async function expandLinks(db: Db, dialect: Dialect, catalog: TableCatalo
     if (!target) continue;
     const found = new Map<string, RawRow>();
     const list = [...ids];
-    for (let i = 0; i < list.length; i += 1000) {
+    const read = listStatement(database, target, 'expand', (arg) => {
+      // Unquoted rh_ names (link-dialect.ts, listRows). The rows' own links are rendered as ids: read as their JSON text (LinkSql.linkJson).
+      const links = new Set(target.compiled.fields.filter((f) => isLinkField(f.field)).map((f) => f.column));
+      const columns = sql.join(
+        target.compiled.columns.map((c) => (links.has(c) ? sql`${dialect.links.linkJson(sql.raw(`rh_t."${c}"`))} as ${sql.raw(`"${c}"`)}` : sql.raw(`rh_t."${c}"`))),
+      );
+      return sql`select ${columns} from ${sql.table(target.physical)} as rh_t where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(database, arg, 1), ['rh_id'])})`;
+    });
+    for (let i = 0; i < list.length; i += PER_READ) {
       // A read as a page's: on SQLite's read connection outside a transaction (readRows).
-      const part = await readRows(db, db.selectFrom(target.physical).select(target.compiled.columns).where('id', 'in', list.slice(i, i + 1000)).compile());
+      const part = await readRows(db, read.with(dialect.links.bindList([list.slice(i, i + PER_READ)])));
       for (const r of part as RawRow[]) found.set(r.id, r);
     }
     out.set(field.id, { table: target, rows: found });

@@ -35,7 +35,7 @@ export interface LinkFieldPlan {
 async function createEdges(tx: Db, dialect: Dialect, field: FieldDef): Promise<void> {
   const { table } = edgesOf(field);
   const text = sql.raw(dialect.columnType('text'));
-  await sql`create table ${sql.table(table)} (src ${text} not null, dst ${text} not null, primary key (src, dst))`.execute(tx);
+  await sql`create table ${sql.table(table)} (src ${text} not null, dst ${text} not null, primary key (src, dst)) ${sql.raw(dialect.links.edgeTableOptions)}`.execute(tx);
   await sql`create index ${sql.id(`${table}_dst`)} on ${sql.table(table)} (dst, src)`.execute(tx);
 }
 

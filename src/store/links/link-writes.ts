@@ -1,16 +1,13 @@
 import { ROW_ID } from '../../domain/codes.ts';
 import { ServiceError, invalid } from '../../domain/errors.ts';
 import type { FieldDef } from '../../domain/field-types/field-type.ts';
-import { type EdgeSide, edgesOf, isLinkField, decodeLink, linkIds, linkOptions } from '../../domain/field-types/link.ts';
-import { fieldColumn } from '../../domain/row-columns.ts';
-import type { RawRow } from '../../domain/row.ts';
+import { type EdgeSide, edgesOf, isLinkField, linkIds, linkOptions } from '../../domain/field-types/link.ts';
 import type { TableDef } from '../../domain/table.ts';
 import { type Database, type Db, afterCommit } from '../database.ts';
 import type { WriteContext } from '../resources/resource-spec.ts';
 import type { TableCatalog } from '../table-catalog.ts';
-import { TableMemo } from '../../domain/compiled-table.ts';
-import { QueryTemplate } from '../query-template.ts';
 import { sql } from 'kysely';
+import { listParams, listStatement } from './list-statements.ts';
 
 /**
  * Links kept whole on every write (CONTRACT §11): the ids a write names exist (locked against a
@@ -20,10 +17,22 @@ import { sql } from 'kysely';
  * inside the write's transaction (its tables' writes always run in one: RowStore.needsTransaction).
  */
 
+/**
+ * Of one row whose link field follows the other side of a pair (or an unlink): the ids to remove
+ * from its value, and those to append. `mayHold`: the value may hold some of them already (the
+ * row wrote that field itself in the same request); elsewhere the edges say none is there.
+ */
+export interface LinkFollow {
+  id: string;
+  add: readonly string[];
+  drop: readonly string[];
+  mayHold: boolean;
+}
+
 /** What a link maintenance asks of the row store: the other side's rows updated and cascaded deletes, without coming back here for what it already did. */
 export interface LinkRowWrites {
-  /** One field of many rows set, each to its own value, with their change entries: set-based (RowStore.updateEach). */
-  updateEach(db: Db, table: TableDef, field: FieldDef, items: readonly { id: string; value: unknown }[], ctx: WriteContext): Promise<RawRow[]>;
+  /** One link field of many rows followed, each row with its change entry: set-based (RowStore.followLinks). */
+  followLinks(db: Db, table: TableDef, field: FieldDef, items: readonly LinkFollow[], ctx: WriteContext): Promise<void>;
   deleteMany(db: Db, table: TableDef, ids: string[], ctx: WriteContext): Promise<void>;
 }
 
@@ -36,34 +45,6 @@ export interface WrittenRow {
 
 /** Ids per statement: a bulk's (at most 1,000 rows) in one. */
 const CHUNK = 1000;
-
-/** Statements inserting a table's link fields' edges, by field and size (edgeInsert). */
-const edgeInserts = new TableMemo('LinkWrites edge inserts, by field and size', () => new Map<string, QueryTemplate>());
-
-/**
- * The statement inserting up to `n` edges of a field of `table`: compiled once per table version,
- * field and size, `n` a power of two, padded with pairs of nulls that insert nothing (building
- * the insert of 1,000 edges anew took 30 ms, more than running it). Binds mine, other, mine, …
- */
-function edgeInsert(db: Db, table: TableDef, field: FieldDef, n: number): QueryTemplate {
-  const templates = table.compiled.memo(edgeInserts);
-  const key = `${field.id}:${n}`;
-  let t = templates.get(key);
-  if (!t) {
-    const edges = edgesOf(field);
-    t = QueryTemplate.build((arg) => {
-      const values = sql.join(Array.from({ length: n }, (_, k) => sql`(${arg(2 * k)}, ${arg(2 * k + 1)})`));
-      return {
-        compile: () =>
-          sql`with rh_edges (rh_mine, rh_other) as (values ${values})
-            insert into ${sql.table(edges.table)} (${sql.ref(edges.mine)}, ${sql.ref(edges.other)})
-            select rh_mine, rh_other from rh_edges where rh_mine is not null`.compile(db),
-      };
-    });
-    templates.set(key, t);
-  }
-  return t;
-}
 
 function chunks<T>(items: readonly T[]): T[][] {
   const out: T[][] = [];
@@ -101,16 +82,60 @@ export class LinkWrites {
     if (n > 0) afterCommit(tx, () => this.database.statistics.noteWrites(edges, n));
   }
 
-  /** The ids among `ids` that are rows of `table`, locked (PostgreSQL) so that none is deleted before this transaction ends. */
-  private async existing(tx: Db, table: TableDef, ids: string[]): Promise<Set<string>> {
+  /**
+   * The ids among `ids` that are rows of `table`, in one statement per 1,000 (the ids bound as one
+   * list), locked on PostgreSQL in id order until this transaction ends: `share` (FOR KEY SHARE)
+   * so that none is deleted, `update` (FOR NO KEY UPDATE) for rows this transaction then rewrites,
+   * so that no concurrent writer rewrites them from a value read before this one's write (and two
+   * such writers never wait on each other in a cycle).
+   */
+  private async existing(tx: Db, table: TableDef, ids: Iterable<string>, lock: 'share' | 'update'): Promise<Set<string>> {
     const found = new Set<string>();
     const sorted = [...new Set(ids)].filter((id) => ROW_ID.test(id)).sort();
+    if (sorted.length === 0) return found;
+    const { dialect } = this.database;
+    const t = listStatement(this.database, table, `existing:${lock}`, (arg) => {
+      const locking = !dialect.lockRows ? sql`` : lock === 'update' ? sql` for no key update of rh_t` : sql` for key share of rh_t`;
+      return sql`select rh_t.id from ${sql.table(table.physical)} as rh_t
+        where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id'])}) order by rh_t.id${locking}`;
+    });
     for (const part of chunks(sorted)) {
-      let q = tx.selectFrom(table.physical).select('id').where('id', 'in', part).orderBy('id');
-      if (this.database.dialect.lockRows) q = q.forKeyShare();
-      for (const r of await q.execute()) found.add(r.id as string);
+      for (const r of (await tx.executeQuery<{ id: string }>(t.with(dialect.links.bindList([part])))).rows) found.add(r.id);
     }
     return found;
+  }
+
+  /** The edges of a link field, one statement per 1,000 rows: those of the rows `mine` names (`mine` its own rows, `other` the rows they link to: EdgeSide), or inserted, or deleted. */
+  private async edgesBy(tx: Db, table: TableDef, field: FieldDef, edges: EdgeSide, side: 'mine' | 'other', ids: string[]): Promise<{ mine: string; other: string }[]> {
+    const { dialect } = this.database;
+    const by = edges[side];
+    const t = listStatement(this.database, table, `edges:${field.id}:${side}`, (arg) => {
+      const list = dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id']);
+      return sql`select ${sql.ref(edges.mine)} as rh_mine, ${sql.ref(edges.other)} as rh_other from ${sql.table(edges.table)}
+        where ${sql.ref(by)} in (select rh_id from ${list}) order by ${sql.ref(by)}, ${sql.ref(side === 'mine' ? edges.other : edges.mine)}`;
+    });
+    const out: { mine: string; other: string }[] = [];
+    for (const part of chunks(ids)) {
+      for (const e of (await tx.executeQuery<{ rh_mine: string; rh_other: string }>(t.with(dialect.links.bindList([part])))).rows) out.push({ mine: e.rh_mine, other: e.rh_other });
+    }
+    return out;
+  }
+
+  /** Inserts (`insert`) or deletes edges of a link field, one statement per 1,000. */
+  private async changeEdges(tx: Db, table: TableDef, field: FieldDef, edges: EdgeSide, change: 'insert' | 'delete', pairs: { mine: string; other: string }[]): Promise<void> {
+    if (pairs.length === 0) return;
+    const { dialect } = this.database;
+    const t = listStatement(this.database, table, `edges:${field.id}:${change}`, (arg) => {
+      const list = dialect.links.listRows(listParams(this.database, arg, 2), ['rh_mine', 'rh_other']);
+      const [mine, other] = [sql.ref(edges.mine), sql.ref(edges.other)];
+      return change === 'insert'
+        ? sql`insert into ${sql.table(edges.table)} (${mine}, ${other}) select rh_mine, rh_other from ${list}`
+        : sql`delete from ${sql.table(edges.table)} where (${mine}, ${other}) in (select rh_mine, rh_other from ${list})`;
+    });
+    for (const part of chunks(pairs)) {
+      await tx.executeQuery(t.with(dialect.links.bindList([part.map((e) => e.mine), part.map((e) => e.other)])));
+    }
+    this.edgesWritten(tx, edges.table, pairs.length);
   }
 
   /**
@@ -122,7 +147,7 @@ export class LinkWrites {
     for (const field of table.fields) {
       if (!isLinkField(field)) continue;
       const writes = items.flatMap((item, k) => (item.values.has(field) ? [{ k, item, ids: linkIds(item.values.get(field)) }] : []));
-      if (writes.length > 0) await this.fieldWritten(tx, rows, table, field, writes, ctx, at);
+      if (writes.length > 0) await this.fieldWritten(tx, rows, table, field, writes, items, ctx, at);
     }
   }
 
@@ -132,124 +157,83 @@ export class LinkWrites {
     table: TableDef,
     field: FieldDef,
     writes: { k: number; item: WrittenRow; ids: string[] }[],
+    items: readonly WrittenRow[],
     ctx: WriteContext,
     at: (k: number, err: ServiceError) => unknown,
   ): Promise<void> {
     const options = linkOptions(field);
     const target = options.table === table.id ? table : await this.tableOf(tx, options.table);
-    const found = await this.existing(tx, target, writes.flatMap((w) => w.ids));
-    for (const { k, ids } of writes) {
-      const missing = ids.find((id) => !found.has(id));
-      if (missing !== undefined) {
-        throw at(k, invalid([{ path: `values.${field.code}`, message: `no row ${missing} in table ${target.code ?? target.id}` }], 'Invalid link'));
-      }
-    }
     const edges = edgesOf(field);
     // The links the rows had: none for a new row.
     const before = new Map<string, Set<string>>();
     const old = writes.filter((w) => !w.item.created).map((w) => w.item.id);
-    for (const part of chunks(old)) {
-      const found = await tx.selectFrom(edges.table).select([edges.mine, edges.other]).where(edges.mine, 'in', part).execute();
-      for (const e of found) {
-        const mine = e[edges.mine] as string;
-        const set = before.get(mine) ?? new Set<string>();
-        set.add(e[edges.other] as string);
-        before.set(mine, set);
-      }
+    for (const e of await this.edgesBy(tx, table, field, edges, 'mine', old)) {
+      const set = before.get(e.mine) ?? new Set<string>();
+      set.add(e.other);
+      before.set(e.mine, set);
     }
     /** For the other side of a pair: per target row, the rows that now link to it, and those that no longer do, in order. */
     const added = new Map<string, string[]>();
     const removed = new Map<string, string[]>();
-    const toInsert: [string, string][] = [];
+    const toInsert: { mine: string; other: string }[] = [];
     const toDelete: { mine: string; other: string }[] = [];
     for (const { item, ids } of writes) {
       const had = before.get(item.id) ?? new Set<string>();
       const now = new Set(ids);
       for (const id of ids) {
         if (had.has(id)) continue;
-        toInsert.push([item.id, id]);
-        added.set(id, [...(added.get(id) ?? []), item.id]);
+        toInsert.push({ mine: item.id, other: id });
+        const list = added.get(id);
+        if (list) list.push(item.id);
+        else added.set(id, [item.id]);
       }
       for (const id of had) {
         if (now.has(id)) continue;
         toDelete.push({ mine: item.id, other: id });
-        removed.set(id, [...(removed.get(id) ?? []), item.id]);
+        const list = removed.get(id);
+        if (list) list.push(item.id);
+        else removed.set(id, [item.id]);
       }
     }
-    for (const e of toDelete) await tx.deleteFrom(edges.table).where(edges.mine, '=', e.mine).where(edges.other, '=', e.other).execute();
-    for (const part of chunks(toInsert)) {
-      const n = 2 ** Math.ceil(Math.log2(part.length));
-      const args: (string | null)[] = part.flat();
-      while (args.length < 2 * n) args.push(null);
-      await tx.executeQuery(edgeInsert(tx, table, field, n).with(args));
+    // Every id written names a row of the target, held until the commit. Of a pair, the rows whose
+    // value follows are locked for that write by the same statement (FOR NO KEY UPDATE, in id order).
+    const paired = options.inverseField !== undefined;
+    const touched = paired ? new Set([...added.keys(), ...removed.keys()]) : new Set<string>();
+    const found = paired ? await this.existing(tx, target, touched, 'update') : new Set<string>();
+    const others = writes.flatMap((w) => w.ids).filter((id) => !touched.has(id));
+    for (const id of await this.existing(tx, target, others, 'share')) found.add(id);
+    for (const { k, ids } of writes) {
+      const missing = ids.find((id) => !found.has(id));
+      if (missing !== undefined) {
+        throw at(k, invalid([{ path: `values.${field.code}`, message: `no row ${missing} in table ${target.code ?? target.id}` }], 'Invalid link'));
+      }
     }
-    this.edgesWritten(tx, edges.table, toDelete.length + toInsert.length);
-    if (options.inverseField === undefined) return;
+    await this.changeEdges(tx, table, field, edges, 'delete', toDelete);
+    await this.changeEdges(tx, table, field, edges, 'insert', toInsert);
+    if (!paired) return;
     const partner = target.fields.find((f) => f.id === options.inverseField);
     if (!partner) throw new ServiceError('schema_changed', `table ${target.id} changed while the request ran; send it again`);
-    const partnerMultiple = linkOptions(partner).multiple;
-    if (!partnerMultiple) await this.singleSideHolds(tx, edges, partner, [...added.keys()]);
-    await this.followOtherSide(tx, rows, target, partner, partnerMultiple, added, removed, ctx);
+    if (!linkOptions(partner).multiple) await this.singleSideHolds(tx, table, field, edges, partner, [...added.keys()]);
+    // The other field of the pair follows on every target row whose links changed: appended in
+    // order, removed where gone, by the database from the value the row holds (RowStore.followLinks).
+    // Rows of the same table that wrote the other field themselves may hold ids added here already.
+    const holding = new Set(target.id === table.id ? items.filter((item) => [...item.values.keys()].some((f) => f.id === partner.id)).map((item) => item.id) : []);
+    const follow = [...touched].sort().flatMap((id) => (found.has(id) ? [{ id, add: added.get(id) ?? [], drop: removed.get(id) ?? [], mayHold: holding.has(id) }] : []));
+    await rows.followLinks(tx, target, partner, follow, ctx);
   }
 
   /** A single side of a pair links to at most one row: a second link is refused (409), never moved silently. */
-  private async singleSideHolds(tx: Db, edges: EdgeSide, partner: FieldDef, targets: string[]): Promise<void> {
-    for (const part of chunks(targets)) {
-      const rows = await tx.selectFrom(edges.table).select([edges.other, edges.mine]).where(edges.other, 'in', part).orderBy(edges.other).execute();
-      const seen = new Map<string, string>();
-      for (const r of rows) {
-        const row = r[edges.other] as string;
-        const first = seen.get(row);
-        if (first !== undefined) {
-          throw new ServiceError('in_use', `row ${row} already links to row ${first} in field ${partner.code}, which holds one link; unlink it there first`, [
-            { path: partner.code, message: `row ${row} links to ${first}` },
-          ]);
-        }
-        seen.set(row, r[edges.mine] as string);
+  private async singleSideHolds(tx: Db, table: TableDef, field: FieldDef, edges: EdgeSide, partner: FieldDef, targets: string[]): Promise<void> {
+    const seen = new Map<string, string>();
+    for (const e of await this.edgesBy(tx, table, field, edges, 'other', targets.sort())) {
+      const first = seen.get(e.other);
+      if (first !== undefined) {
+        throw new ServiceError('in_use', `row ${e.other} already links to row ${first} in field ${partner.code}, which holds one link; unlink it there first`, [
+          { path: partner.code, message: `row ${e.other} links to ${first}` },
+        ]);
       }
+      seen.set(e.other, e.mine);
     }
-  }
-
-  /**
-   * The other field of a pair updated on every target row whose links changed: appended in order,
-   * removed where gone. Set-based: the rows' values read (and on PostgreSQL locked, in id order,
-   * so that no concurrent write rewrites a value from what it read before this one's, and two
-   * such writes never wait on each other in a cycle), then written by one statement per chunk,
-   * each row with its change entry (RowStore.updateEach).
-   */
-  private async followOtherSide(
-    tx: Db,
-    rows: LinkRowWrites,
-    target: TableDef,
-    partner: FieldDef,
-    multiple: boolean,
-    added: Map<string, string[]>,
-    removed: Map<string, string[]>,
-    ctx: WriteContext,
-  ): Promise<void> {
-    const touched = [...new Set([...added.keys(), ...removed.keys()])].sort();
-    const column = fieldColumn(partner.id);
-    const current = new Map<string, string[]>();
-    for (const part of chunks(touched)) {
-      let q = tx.selectFrom(target.physical).select(['id', column]).where('id', 'in', part).orderBy('id');
-      if (this.database.dialect.lockRows) q = q.forNoKeyUpdate();
-      for (const r of await q.execute()) current.set(r.id as string, linkIds(decodeLink(r[column], this.database.dialect)));
-    }
-    const updates: { id: string; value: unknown }[] = [];
-    for (const id of touched) {
-      const had = current.get(id);
-      if (had === undefined) continue;
-      const gone = new Set(removed.get(id) ?? []);
-      const ids = had.filter((x) => !gone.has(x));
-      const present = new Set(ids);
-      for (const x of added.get(id) ?? []) {
-        if (present.has(x)) continue;
-        present.add(x);
-        ids.push(x);
-      }
-      updates.push({ id, value: ids.length === 0 ? null : multiple ? ids : ids[ids.length - 1] });
-    }
-    await rows.updateEach(tx, target, partner, updates, ctx);
   }
 
   /**
@@ -295,19 +279,10 @@ export class LinkWrites {
         await rows.deleteMany(tx, source, [...linking.keys()].sort(), ctx);
         continue;
       }
-      const column = fieldColumn(live.id);
-      const multiple = linkOptions(live).multiple;
-      for (const part of chunks([...linking.keys()].sort())) {
-        const updates: { id: string; value: unknown }[] = [];
-        let q = tx.selectFrom(source.physical).select(['id', column]).where('id', 'in', part).orderBy('id');
-        if (this.database.dialect.lockRows) q = q.forNoKeyUpdate();
-        for (const r of await q.execute()) {
-          const gone = new Set(linking.get(r.id as string));
-          const left = linkIds(decodeLink(r[column], this.database.dialect)).filter((x) => !gone.has(x));
-          updates.push({ id: r.id as string, value: left.length === 0 ? null : multiple ? left : left[0] });
-        }
-        await rows.updateEach(tx, source, live, updates, ctx);
-      }
+      // The linking rows locked in id order, then each written without the ids deleted (RowStore.followLinks).
+      const present = await this.existing(tx, source, linking.keys(), 'update');
+      const follow = [...linking.keys()].sort().flatMap((id) => (present.has(id) ? [{ id, add: [], drop: linking.get(id) as string[], mayHold: false }] : []));
+      await rows.followLinks(tx, source, live, follow, ctx);
     }
     for (const field of table.fields) {
       if (!isLinkField(field)) continue;

@@ -47,6 +47,22 @@ function insertedWithEntries(table: TableDef, insert: string, params: number): s
 }
 
 /**
+ * PostgreSQL: an update of many rows (`update`, returning every column and `rh_k`, each row's place
+ * in the order given; $1… its own parameters) and their update entries in one statement, numbered
+ * in that order after the guard is held, the records rendered by the database. Binds after the
+ * update's own: table id, the table's bits, occurredAt, member id, the changed fields (JSON).
+ */
+function updatedWithEntries(table: TableDef, update: string, params: number): string {
+  const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
+  return `with w as (${update}),
+    ${guardCte(table.id, bits)},
+    e as (insert into rh_changes (${ENTRY_COLUMNS})
+      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'update', w."id", ${recordJsonSql(table, 'w', postgresDialect)}, ${fields}::text, ${at}::timestamptz, ${member}::text
+      from g, w order by w.rh_k)
+    select count(*) as written from w`;
+}
+
+/**
  * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote, or a
  * create's and a delete's only its id; $1… its own parameters) and its entry in one statement. Its
  * number is taken only when the write returned its row, after the guard is held (the number's CTE
@@ -114,6 +130,15 @@ export function postgresChangeNumbering(prepare: (text: string) => void): Change
     async insertWithEntries(tx, table, ctx, insert, n, log) {
       const text = log.tableStatement(table, `inserted:${n}`, () => insertedWithEntries(table, insert.sql, insert.parameters.length));
       await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId, newRowSystemJson(ctx)]));
+    },
+    async updateWithEntries(tx, table, ctx, update, _ids, changedFields, log) {
+      const text = log.tableStatement(table, `updated:${update.sql}`, () => updatedWithEntries(table, update.sql, update.parameters.length));
+      // One text per table version and field: planned once per connection.
+      prepare(text);
+      const { rows } = await tx.executeQuery<{ written: number }>(
+        CompiledQuery.raw(text, [...update.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId, JSON.stringify(changedFields)]),
+      );
+      return Number(rows[0]?.written ?? 0);
     },
     readableThrough,
     async tableDeleted(tx, table, ctx) {

@@ -1,4 +1,5 @@
 import { type SqlBool, sql } from 'kysely';
+import { postgresLinkSql } from './link-statements.ts';
 import type { ColumnKind, Dialect } from '../dialect.ts';
 import { USER_TABLE_NAME, errCode, messageOf } from '../driver-errors.ts';
 import { postgresRecordValues } from './record-values.ts';
@@ -22,6 +23,7 @@ export const postgresDialect: Dialect = {
   label: 'postgres',
   recordValues: postgresRecordValues,
   aggregates: postgresAggregates,
+  links: postgresLinkSql,
   columnType: (kind) => postgresTypes[kind],
   encodeBoolean: (v) => v,
   decodeBoolean: (v) => v === true,

@@ -31,6 +31,17 @@ function insertedStatement(table: TableDef): string {
     from "${table.physical}" as r where r.rowid between ? and ? order by r.rowid`;
 }
 
+/**
+ * SQLite: update entries for rows of a table, found by id in the order of a JSON array of ids,
+ * numbered from an offset by that order. Binds table id, the offset, the changed fields (JSON),
+ * occurredAt, member id, the ids.
+ */
+function updatedStatement(table: TableDef): string {
+  return `insert into rh_changes (${ENTRY_COLUMNS})
+    select ?, ? + row_number() over (order by g.key), 'update', r."id", ${recordJsonSql(table, 'r', sqliteDialect)}, ?, ?, ?
+    from json_each(?) as g join "${table.physical}" as r on r."id" = g.value order by g.key`;
+}
+
 /** Takes n numbers of the table's; answers the first. */
 function takeNow(run: Run, tableId: string, n: number): number {
   const [{ last }] = run(TAKE_SQLITE, [tableId, n, n]);
@@ -75,6 +86,20 @@ export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNu
       const sequence = takeNow(runNow, table.id, last - first + 1);
       const text = log.tableStatement(table, 'inserted', () => insertedStatement(table));
       runNow(text, [table.id, sequence - first, newRowSystemJson(ctx), ctx.now, ctx.memberId, first, last]);
+    },
+    /**
+     * The update run at once on the main connection, then its rows' entries rendered by SQLite
+     * from the rows as stored and written by one INSERT … SELECT, none made in JavaScript.
+     */
+    async updateWithEntries(_tx, table, ctx, update, ids, changedFields, log) {
+      runNow(update.sql, update.parameters);
+      const [{ n }] = runNow('select changes() as n', []);
+      const updated = Number(n);
+      if (updated === 0) return 0;
+      const first = takeNow(runNow, table.id, updated);
+      const text = log.tableStatement(table, 'updated', () => updatedStatement(table));
+      runNow(text, [table.id, first - 1, JSON.stringify(changedFields), ctx.now, ctx.memberId, JSON.stringify(ids)]);
+      return updated;
     },
     insertWithEntries: async () => {
       throw new Error('ChangeLog.insertWithEntries: PostgreSQL, in a transaction');

@@ -1,4 +1,5 @@
 import { type SqlBool, sql } from 'kysely';
+import { sqliteLinkSql } from './link-statements.ts';
 import type { ColumnKind, Dialect } from '../dialect.ts';
 import { USER_TABLE_NAME, errCode, messageOf } from '../driver-errors.ts';
 import { sqliteRecordValues } from './record-values.ts';
@@ -21,6 +22,7 @@ export const sqliteDialect: Dialect = {
   label: 'sqlite',
   recordValues: sqliteRecordValues,
   aggregates: sqliteAggregates,
+  links: sqliteLinkSql,
   columnType: (kind) => sqliteTypes[kind],
   encodeBoolean: (v) => (v ? 1 : 0),
   decodeBoolean: (v) => v === 1 || v === 1n || v === true,
