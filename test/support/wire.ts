@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { TEST_KEY } from './harness.ts';
+import { type Getter, TEST_KEY } from './harness.ts';
 
 /** Helpers for tests that talk to a listening server with a real HTTP client. */
 
@@ -51,4 +51,9 @@ export async function callJson(base: string, method: string, path: string, body?
     parsed = undefined;
   }
   return { status: res.status, body: parsed, text };
+}
+
+/** GETs over HTTP from a listening server at `base`, for helpers that take a Getter (harness.ts allRows). */
+export function overHttp(base: string): Getter {
+  return { get: (path) => callJson(base, 'GET', path) };
 }
