@@ -19,7 +19,7 @@ import { freePort } from './wire.ts';
  * in its last `after` stops its servers and removes its scratch directories.
  *
  * childEnv() is also the environment of tests that run bin/rowhouse.mjs over src/ themselves
- * (test/cli.test.ts, test/shutdown.test.ts).
+ * (test/cli.test.ts, test/shutdown.test.ts, test/changes/crash.test.ts).
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

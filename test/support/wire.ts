@@ -57,3 +57,17 @@ export async function callJson(base: string, method: string, path: string, body?
 export function overHttp(base: string): Getter {
   return { get: (path) => callJson(base, 'GET', path) };
 }
+
+/**
+ * Polls `probe` (every 20 ms) until it answers something other than undefined or false, and answers
+ * that; fails naming `what` (and `detail()`, for the diagnosis) when `ms` pass first.
+ */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, ms = 10_000, detail: () => string = () => ''): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${detail() ? `\n${detail()}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
