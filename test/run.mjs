@@ -38,7 +38,12 @@ if (!pgUrl) {
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : testFiles(root).sort();
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
+  [
+    '--import', 'tsx', '--test', '--test-concurrency=2',
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    `--test-reporter=${path.join(root, 'support/file-times.mjs')}`, '--test-reporter-destination=stdout',
+    ...files,
+  ],
   { stdio: 'inherit', env: { ...process.env, ROWHOUSE_TEST_PG_URL: pgUrl ?? '', DATABASE_URL: '' } },
 );
 const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));

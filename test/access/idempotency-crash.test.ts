@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
-import { type Server, buildProject, serve, stopAll, stopServers } from '../support/served.ts';
+import { TEST_KEY, allRows, eachDatabase } from '../support/harness.ts';
+import { killLoop, serveOver } from '../support/kill-loop.ts';
+import { buildProject, servedDatabase, stopAll } from '../support/served.ts';
+import { overHttp } from '../support/wire.ts';
 
 /**
  * Idempotency-Key across a crash (CONTRACT §12): `rowhouse serve` takes a stream of creates from
@@ -39,19 +41,11 @@ async function create(base: string, n: number): Promise<Answer> {
 }
 
 eachDatabase('Idempotency-Key across SIGKILL', (kind) => {
-  let db: ScratchDatabase;
-  before(async () => {
-    db = await scratchDatabase(kind);
-  });
-  after(async () => {
-    await stopServers();
-    await db?.drop();
-  });
+  const db = servedDatabase(kind);
 
   it(`killed ${CYCLES} times during idempotent creates: every intended row exists exactly once`, { timeout: 10 * 60_000 }, async () => {
-    const start = () => serve(project, { cwd: db.dir, env: { DATABASE_URL: db.url, ROWHOUSE_DATA_DIR: db.dir, ROWHOUSE_API_KEY: TEST_KEY } });
-    let server: Server = await start();
-    const made = await fetch(`${server.base}/api/tables`, {
+    const first = await serveOver(project, db);
+    const made = await fetch(`${first.base}/api/tables`, {
       method: 'POST',
       headers: { 'x-api-key': TEST_KEY, 'content-type': 'application/json' },
       body: JSON.stringify({ code: 'crash', name: 'Crash', fields: [{ code: 'n', type: 'number', required: true }] }),
@@ -91,36 +85,31 @@ eachDatabase('Idempotency-Key across SIGKILL', (kind) => {
       throw new Error(`create ${n}: still in flight after 100 tries`);
     };
 
-    for (let cycle = 0; cycle <= CYCLES; cycle++) {
-      const base = server.base;
+    const server = await killLoop({
+      first,
+      start: () => serveOver(project, db),
+      cycles: CYCLES,
+      killAfterMs: () => 300 + Math.random() * 700,
+      write: (server, cycle, killed) =>
+        Promise.all(
+          Array.from({ length: CLIENTS }, async () => {
+            while (!killed()) {
+              const n = next++;
+              if (!(await settle(server.base, n))) return;
+            }
+          }),
+        ),
+      gone() {
+        stats.cutOff += unanswered.size;
+      },
       // Every request the last process left unanswered, again with its key.
-      for (const n of [...unanswered]) assert.ok(await settle(base, n), `create ${n} after the restart: the server died`);
-      if (cycle === CYCLES) break;
-      let alive = true;
-      const clients = Array.from({ length: CLIENTS }, async () => {
-        while (alive) {
-          const n = next++;
-          if (!(await settle(base, n))) return;
-        }
-      });
-      await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 700));
-      server.child.kill('SIGKILL');
-      await server.closed;
-      alive = false;
-      await Promise.all(clients);
-      stats.cutOff += unanswered.size;
-      server = await start();
-    }
+      async restarted(server) {
+        for (const n of [...unanswered]) assert.ok(await settle(server.base, n), `create ${n} after the restart: the server died`);
+      },
+    });
 
     // Every intended row once: 0 … next-1.
-    const rows: { id: string; values: { n: number } }[] = [];
-    let url: string | null = `/api/tables/crash/rows?pageSize=200`;
-    while (url) {
-      const res = await fetch(server.base + url, { headers: { 'x-api-key': TEST_KEY } });
-      const page = (await res.json()) as { data: { id: string; values: { n: number } }[]; nextUrl: string | null };
-      rows.push(...page.data);
-      url = page.nextUrl ? page.nextUrl.replace(/^https?:\/\/[^/]+/, '') : null;
-    }
+    const rows = (await allRows(overHttp(server.base), 'crash')) as { id: string; values: { n: number } }[];
     const counts = new Map<number, number>();
     for (const r of rows) counts.set(r.values.n, (counts.get(r.values.n) ?? 0) + 1);
     const twice = [...counts].filter(([, c]) => c > 1).map(([n]) => n);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { dataChecksum } from '../support/data-checksum.ts';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { until } from '../support/wire.ts';
 import { makeKey } from './keys.ts';
 
 /**
@@ -16,23 +16,13 @@ import { makeKey } from './keys.ts';
 
 const ENV = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_ATTEMPTS: '1', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '2000' };
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Item = Record<string, any>;
 const ids = (items: Item[]) => items.map((i) => i.id as string).sort();
 
 eachDatabase('resources that belong to a table, for a key limited to some tables', (kind) => {
   let t: TestApp;
-  let receiver: http.Server;
+  let receiver: WebhookReceiver;
   let hook: string;
   let ordersId: string;
   const flows: Record<'orders' | 'customers' | 'draft', string> = { orders: '', customers: '', draft: '' };
@@ -43,9 +33,9 @@ eachDatabase('resources that belong to a table, for a key limited to some tables
   const definition = (table: string) => ({ trigger: { table, events: ['create'] }, webhook: { url: hook } });
 
   before(async () => {
-    receiver = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(500).end('no')));
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    receiver = await new WebhookReceiver().start();
+    receiver.answer = () => 500;
+    hook = receiver.url();
     t = await startApp(kind, ENV, { webhookPollMs: 50 });
     t.app.webhooks.start();
     for (const code of ['orders', 'customers']) {
@@ -67,13 +57,13 @@ eachDatabase('resources that belong to a table, for a key limited to some tables
       deliveries[table] = await until(`the failed delivery of ${table}`, async () => {
         const r = await t.get('/api/flow-deliveries', { query: { filter: { flowId: { eq: flowId }, status: { eq: 'failed' } } } });
         return r.body.data[0]?.id as string | undefined;
-      });
+      }, 15_000);
     }
     key = await makeKey(t, ['flows:read', 'flows:write'], [ordersId]);
   });
   after(async () => {
     await t.close();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.stop();
   });
 
   it('lists only the flows of the key’s tables and drafts, and only their deliveries; a full key lists all', async () => {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import http from 'node:http';
-import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type ScratchDatabase, TEST_KEY, eachDatabase, scratchDatabase } from '../support/harness.ts';
-import { freePort, callJson } from '../support/wire.ts';
+import { type ScratchDatabase, TEST_KEY, allRows, eachDatabase, scratchDatabase } from '../support/harness.ts';
+import { childEnv } from '../support/served.ts';
+import { type Arrival, WebhookReceiver } from '../support/webhook-receiver.ts';
+import { callJson, freePort, overHttp, until } from '../support/wire.ts';
 
 /**
  * SIGKILL of the service while webhook deliveries are pending (issue "Change events": "after
@@ -45,16 +45,6 @@ interface Change {
   memberId: string;
 }
 
-
-/** The parent's environment without Rowhouse settings or the test runner's, plus the given ones. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('ROWHOUSE_') || k.startsWith('NODE_TEST') || ['DATABASE_URL', 'PORT', 'HOST', 'NODE_OPTIONS', 'CLOCK_AHEAD_MS'].includes(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
 
 /** `rowhouse serve` in a child process, started and waited for until it listens. */
 class Service {
@@ -110,66 +100,6 @@ class Service {
   }
 }
 
-interface Arrival {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  /** After the restart (false: before the kill). */
-  late: boolean;
-}
-
-type Answer = { status: number; delayMs?: number } | 'hold';
-
-/** The webhook receiver: records every request in arrival order; answers as `answer` says for its path. */
-class Receiver {
-  readonly arrivals: Arrival[] = [];
-  answer: (path: string) => Answer = () => ({ status: 200 });
-  late = false;
-  /** Requests held unanswered, and still open. */
-  readonly held = new Set<Arrival>();
-  private server: http.Server | null = null;
-  port = 0;
-
-  async start(): Promise<this> {
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const arrival: Arrival = { path: req.url ?? '', headers: req.headers, text, body: JSON.parse(text), late: this.late };
-        this.arrivals.push(arrival);
-        const a = this.answer(arrival.path);
-        if (a === 'hold') {
-          this.held.add(arrival);
-          res.on('close', () => this.held.delete(arrival));
-          return;
-        }
-        const send = () => res.writeHead(a.status).end('ok');
-        if (a.delayMs) setTimeout(send, a.delayMs);
-        else send();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-    this.port = (server.address() as net.AddressInfo).port;
-    return this;
-  }
-
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  async stop(): Promise<void> {
-    const s = this.server;
-    this.server = null;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise((resolve) => s.close(resolve));
-  }
-}
-
 /** The receiver's check as docs/api.md gives it, written here from the docs (not the service's own). */
 function verified(header: string | string[] | undefined, body: string, secret: string): boolean {
   if (typeof header !== 'string') return false;
@@ -181,22 +111,12 @@ function verified(header: string | string[] | undefined, body: string, secret: s
   return timingSafeEqual(expected, Buffer.from(parts.v1, 'hex'));
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, ms: number, detail: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${detail()}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => {
   let scratch: ScratchDatabase;
   let service: Service;
-  let rx: Receiver;
+  let rx: WebhookReceiver;
   let base: string;
   /** The consumer's and the writer's loops run while these hold (after() ends them when the test fails). */
   let consuming = false;
@@ -218,7 +138,7 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
       ROWHOUSE_WEBHOOK_TIMEOUT_MS: '10000',
       ROWHOUSE_WEBHOOK_ATTEMPTS: '100',
     });
-    rx = await new Receiver().start();
+    rx = await new WebhookReceiver().start();
   });
   after(async () => {
     consuming = false;
@@ -273,7 +193,7 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
         select: (c) => events.includes(c.type) && (name !== 'f2' || (c.row !== null && (c.row.values.n as number) < 1000)),
       };
     }
-    rx.answer = (path) => (path === '/f1' ? { status: 500 } : path === '/f2' ? 'hold' : { status: 200, delayMs: 30 });
+    rx.answer = ({ path }) => (path === '/f1' ? 500 : path === '/f2' ? 'hang' : { status: 200, delayMs: 30 });
 
     // The feed consumer: long polls each table from its stored nextCursor, across the kill and restart.
     const cursors: Record<string, number> = { a: 0, b: 0 };
@@ -339,23 +259,23 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
     // Write until each flow is stuck its way, then SIGKILL with the writer still writing.
     const writing1 = writer(0, 200);
     writing1.catch(() => {}); // awaited below
-    const arrived = (path: string) => rx.arrivals.filter((a) => a.path === path);
+    const arrived = (path: string) => rx.received.filter((a) => a.path === path);
     await until(
       'each flow stuck its way',
-      () => iterations >= 12 && arrived('/f1').length >= 2 && rx.held.size === 1 && arrived('/f3').length >= 5,
+      () => iterations >= 12 && arrived('/f1').length >= 2 && rx.hanging.size === 1 && arrived('/f3').length >= 5,
       20_000,
-      () => `iterations ${iterations}; arrivals ${JSON.stringify(Object.fromEntries(['/f1', '/f2', '/f3'].map((p) => [p, arrived(p).length])))}; held ${rx.held.size}\n${service.log()}`,
+      () => `iterations ${iterations}; arrivals ${JSON.stringify(Object.fromEntries(['/f1', '/f2', '/f3'].map((p) => [p, arrived(p).length])))}; held ${rx.hanging.size}\n${service.log()}`,
     );
-    const inFlight = [...rx.held][0].body.id as string;
-    mark(`SIGKILL after ${iterations} rounds of writes, ${rx.arrivals.length} requests received`);
+    const inFlight = [...rx.hanging][0].body.id as string;
+    mark(`SIGKILL after ${iterations} rounds of writes, ${rx.received.length} requests received`);
     await service.kill();
     await writing1;
     const writtenBefore = writes.length;
     assert.ok(iterations < 200, 'the kill came while the writer was writing');
 
     // The receivers answer at once from now on; the same database, the clock past the dead leases.
-    rx.late = true;
-    rx.answer = () => ({ status: 200 });
+    const lateFrom = rx.received.length;
+    rx.answer = () => 200;
     await service.start(CLOCK_AHEAD_MS);
     mark('restarted');
     await writer(1000, 1010);
@@ -402,9 +322,11 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
       const ids = new Set(arrived(`/${name}`).map((a) => a.body.id));
       assert.equal(ids.size, expected[name].length, `${name}: one event id per change`);
     }
-    const inFlightArrivals = rx.arrivals.filter((a) => a.body.id === inFlight);
-    assert.ok(inFlightArrivals.some((a) => !a.late) && inFlightArrivals.some((a) => a.late), 'the attempt in flight at the kill was made again after the restart, with its event id');
-    assert.ok(arrived('/f1').some((a) => !a.late) && arrived('/f1').some((a) => a.late), 'the flow answered 500 before the kill delivered after the restart');
+    /** After the restart (false: before the kill). */
+    const late = (a: Arrival) => rx.received.indexOf(a) >= lateFrom;
+    const inFlightArrivals = rx.received.filter((a) => a.body.id === inFlight);
+    assert.ok(inFlightArrivals.some((a) => !late(a)) && inFlightArrivals.some(late), 'the attempt in flight at the kill was made again after the restart, with its event id');
+    assert.ok(arrived('/f1').some((a) => !late(a)) && arrived('/f1').some(late), 'the flow answered 500 before the kill delivered after the restart');
 
     // The deliveries resource agrees: one succeeded delivery per event that arrived.
     const listed: { eventId: string; status: string }[] = [];
@@ -450,17 +372,11 @@ eachDatabase('changes: SIGKILL while webhook deliveries are pending', (kind) => 
         if (c.type === 'delete') replayed.delete(c.rowId);
         else replayed.set(c.rowId, c.row);
       }
-      const rows = new Map<string, unknown>();
-      let url: string | null = `/api/tables/${table}/rows?pageSize=200`;
-      while (url) {
-        const page = await ok('GET', url);
-        for (const r of page.data) rows.set(r.id, r);
-        url = page.nextUrl ? new URL(page.nextUrl).pathname + new URL(page.nextUrl).search : null;
-      }
+      const rows = new Map<string, unknown>((await allRows(overHttp(base), table)).map((r) => [r.id, r]));
       assert.deepEqual(rows, replayed, `${table}: the rows as the feed's changes left them`);
     }
     const unanswered = writes.filter((w) => !w.acked).length;
-    const repeats = rx.arrivals.length - eventOf.size;
+    const repeats = rx.received.length - eventOf.size;
     mark(`${feeds.a.length + feeds.b.length} changes, ${eventOf.size} events, ${repeats} repeated arrivals, ${unanswered} write(s) unanswered at the kill`);
   });
 });

@@ -1,72 +1,16 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { DeliveryStore } from '../../src/events/delivery-store.ts';
 import { verifySignature } from '../../src/events/signature.ts';
 import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { WebhookReceiver as Receiver } from '../support/webhook-receiver.ts';
+import { until } from '../support/wire.ts';
 
 /**
  * Flows that deliver webhooks (issue "Change events", items 3 to 5), to a real HTTP receiver on
  * 127.0.0.1: payloads and signatures, the filter, retries with backoff, failure and a retry by
  * hand, two instances, and the addresses a webhook may not reach.
  */
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-}
-
-/** A webhook receiver: records every request, answers what `answer` says (a status, or 'hang'). */
-class Receiver {
-  readonly received: Received[] = [];
-  answer: (r: Received, n: number) => number | 'hang' = () => 200;
-  private server: http.Server | null = null;
-  port = 0;
-
-  async start(port = 0): Promise<this> {
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const r = { headers: req.headers, text, body: JSON.parse(text) };
-        this.received.push(r);
-        const a = this.answer(r, this.received.length);
-        if (a === 'hang') return;
-        res.writeHead(a).end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hook`;
-  }
-
-  async stop(): Promise<void> {
-    const s = this.server;
-    this.server = null;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise((resolve) => s.close(resolve));
-  }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const FAST = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BASE_MS: '50', ROWHOUSE_WEBHOOK_TIMEOUT_MS: '2000', ROWHOUSE_WEBHOOK_ATTEMPTS: '4' };
 
@@ -101,7 +45,7 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
     try {
       const { code, id: tableId } = await table();
       assert.equal((await t.post(`/api/tables/${code}/rows`, { id: 'before', values: {} })).status, 201);
-      const { id: flowId, secret } = await flow({ table: code, events: ['create', 'update', 'delete'] }, rx.url);
+      const { id: flowId, secret } = await flow({ table: code, events: ['create', 'update', 'delete'] }, rx.url());
       assert.match(secret, /^whsec_/);
       const w = (r: { status: number; text: string }, status: number) => assert.equal(r.status, status, r.text);
       w(await t.post(`/api/tables/${code}/rows`, { id: 'r1', values: { title: 'one', n: 1 } }), 201);
@@ -157,7 +101,7 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
     const rx = await new Receiver().start();
     try {
       const { code } = await table();
-      await flow({ table: code, events: ['create', 'update'], filter: { values: { n: { _gt: 10 } }, _not: { values: { title: { _startsWith: 'skip' } } } } }, rx.url);
+      await flow({ table: code, events: ['create', 'update'], filter: { values: { n: { _gt: 10 } }, _not: { values: { title: { _startsWith: 'skip' } } } } }, rx.url());
       await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: { n: 5 } }, { id: 'b', values: { n: 20 } }, { id: 'c', values: { n: 30, title: 'skip me' } }, { id: 'd', values: {} }] });
       await t.patch(`/api/tables/${code}/rows/a`, { values: { n: 11 } });
       await t.delete(`/api/tables/${code}/rows/b`);
@@ -174,12 +118,12 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
     const second = await new Receiver().start();
     try {
       const { code } = await table();
-      const f = await flow({ table: code, events: ['create'] }, first.url);
+      const f = await flow({ table: code, events: ['create'] }, first.url());
       // The first receiver holds its first request unanswered: everything after stays pending behind it.
       first.answer = (_r, n) => (n === 1 ? 'hang' : 200);
       await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }, { id: 'c', values: {} }] });
       await until('the first request', () => first.received.length === 1);
-      const changed = await t.put(`/api/flows/${f.id}`, { definition: { trigger: { table: code, events: ['create'] }, webhook: { url: second.url, headers: { 'X-Custom': 'changed' } } } });
+      const changed = await t.put(`/api/flows/${f.id}`, { definition: { trigger: { table: code, events: ['create'] }, webhook: { url: second.url(), headers: { 'X-Custom': 'changed' } } } });
       assert.equal(changed.status, 200, changed.text);
       // The held request times out; its retry and the two behind it go where the flow now points.
       await until('three deliveries at the new URL', () => second.received.length >= 3, 15_000);
@@ -197,7 +141,7 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
     rx.answer = (_r, n) => (n === 1 ? 'hang' : n === 2 ? 500 : 204);
     try {
       const { code } = await table();
-      const { id: flowId } = await flow({ table: code, events: ['create'] }, rx.url);
+      const { id: flowId } = await flow({ table: code, events: ['create'] }, rx.url());
       await t.post(`/api/tables/${code}/rows-bulk`, { data: [{ id: 'a', values: {} }, { id: 'b', values: {} }] });
       await until('both delivered', async () => (await deliveries(flowId)).every((d) => d.status === 'succeeded') && rx.received.length >= 4);
       const [a, b] = await deliveries(flowId);
@@ -285,7 +229,7 @@ eachDatabase('webhooks: flows deliver changes', (kind) => {
       const rx = await new Receiver().start();
       try {
         const { code } = await table();
-        const { id: flowId } = await flow({ table: code, events: ['create', 'update'] }, rx.url);
+        const { id: flowId } = await flow({ table: code, events: ['create', 'update'] }, rx.url());
         const n = 60;
         const writes = [];
         for (let i = 0; i < n; i++) writes.push((i % 2 === 0 ? t : twin).post(`/api/tables/${code}/rows`, { id: `r${i}`, values: { n: i } }));
@@ -326,8 +270,8 @@ eachDatabase('webhooks: a flow that is stuck holds back no other, and keeps the 
     held.answer = () => 'hang';
     const fast = await new Receiver().start();
     try {
-      const heldFlow = await flow(held.url);
-      const fastFlow = await flow(fast.url);
+      const heldFlow = await flow(held.url());
+      const fastFlow = await flow(fast.url());
       for (let i = 0; i < 5; i++) assert.equal((await t.post('/api/tables/s/rows', { id: `h${i}`, values: {} })).status, 201);
       await until('the other flow’s five deliveries', () => fast.received.length >= 5);
       assert.deepEqual(fast.received.map((r) => r.body.change.rowId), ['h0', 'h1', 'h2', 'h3', 'h4']);
@@ -346,7 +290,7 @@ eachDatabase('webhooks: a flow that is stuck holds back no other, and keeps the 
     const rx = await new Receiver().start();
     rx.answer = () => 500;
     try {
-      const flowId = await flow(rx.url);
+      const flowId = await flow(rx.url());
       assert.equal((await t.post('/api/tables/s/rows-bulk', { data: [{ id: 'r1', values: {} }, { id: 'r2', values: {} }] })).status, 201);
       const head = await until('the head’s first attempt recorded', async () => {
         const list = (await t.get('/api/flow-deliveries', { query: { filter: { flowId: { eq: flowId } }, sorting: { sequence: 'asc' } } })).body.data;

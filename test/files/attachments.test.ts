@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseDisposition } from 'content-disposition';
 import { signedPath } from '../../src/files/signed-urls.ts';
 import { type TestApp, eachDatabase, expectError, startApp, uploadFile } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startS3Server } from '../support/s3-server.mjs';
 
@@ -20,13 +20,12 @@ const SECRET = 'files-test-secret-0123456789';
 const MAX_BYTES = 64 * 1024;
 
 eachDatabase('files: three-step upload on local storage', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
 
   before(async () => {
-    t = await startApp(kind, { ROWHOUSE_SECRET: SECRET, ROWHOUSE_MAX_FILE_BYTES: String(MAX_BYTES), ROWHOUSE_UPLOAD_TTL_SECONDS: '60' });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind, { ROWHOUSE_SECRET: SECRET, ROWHOUSE_MAX_FILE_BYTES: String(MAX_BYTES), ROWHOUSE_UPLOAD_TTL_SECONDS: '60' });
+    base = t.base;
     for (const code of ['docs', 'other']) {
       const made = await t.post('/api/tables', {
         code,

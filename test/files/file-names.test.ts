@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { parse as parseDisposition } from 'content-disposition';
-import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
+import { eachDatabase, uploadFile } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 
 /**
  * File names as people have them (issue 32, item 8), over HTTP: a name holding `"` or a leading
@@ -10,13 +10,12 @@ import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/har
  * name and carries `filename*` with the stored name whenever the plain one differs.
  */
 eachDatabase('files: names as people have them', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
 
   before(async () => {
-    t = await startApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind);
+    base = t.base;
     const made = await t.post('/api/tables', { code: 'docs', name: 'Docs', fields: [{ code: 'doc', type: 'file' }] });
     assert.equal(made.status, 201, made.text);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, it } from 'node:test';
-import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { allRows, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { type Answer, callJson } from '../support/wire.ts';
 
 /**
@@ -14,18 +14,16 @@ import { type Answer, callJson } from '../support/wire.ts';
 type Row = Record<string, any>;
 
 const CLIENTS = 8;
-const ID_SORT = [{ id: { direction: 'asc', nulls: 'nullsLast' } }];
 
 eachDatabase('rows: concurrent bulk writes and batches', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
   /** Every answer of every request, to check that none was a 5xx. */
   const answers: { what: string; status: number; text: string }[] = [];
 
   before(async () => {
-    t = await startApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind);
+    base = t.base;
     for (const [code, fields] of [
       ['ca', [{ code: 'title', type: 'text', required: true }, { code: 'mark', type: 'text' }, { code: 'n', type: 'number' }]],
       ['cb', [{ code: 'name', type: 'text', required: true }, { code: 'mark', type: 'text' }]],
@@ -51,15 +49,7 @@ eachDatabase('rows: concurrent bulk writes and batches', (kind) => {
 
 
   async function dump(code: string): Promise<Map<string, Row>> {
-    const out = new Map<string, Row>();
-    let path: string | null = `/api/tables/${code}/rows?${new URLSearchParams({ pageSize: '200', sort: JSON.stringify(ID_SORT) })}`;
-    while (path) {
-      const r: Answer = await call('GET', path);
-      assert.equal(r.status, 200, r.text);
-      for (const row of r.body.data) out.set(row.id, row);
-      path = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
-    }
-    return out;
+    return new Map((await allRows({ get: (path) => call('GET', path) }, code)).map((row) => [row.id, row]));
   }
 
   function noServerErrors(): void {

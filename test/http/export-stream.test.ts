@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { after, before, it } from 'node:test';
 import { parse } from 'csv-parse/sync';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { within } from '../support/wire.ts';
 
 /**
@@ -22,13 +23,13 @@ const CSV = '?format=csv&encoding=utf8&newline=lf';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 eachDatabase('rows: export streaming', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
   const sockets: Socket[] = [];
   const agent = new http.Agent({ keepAlive: false });
 
   before(async () => {
-    t = await startApp(kind);
+    t = await startListening(kind);
     const made = await t.post('/api/tables', {
       code: 'big',
       name: 'big',
@@ -42,8 +43,7 @@ eachDatabase('rows: export streaming', (kind) => {
       assert.equal(r.status, 201, r.text.slice(0, 300));
     }
     t.app.server.on('connection', (s: Socket) => sockets.push(s));
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    base = t.base;
   });
   after(async () => {
     agent.destroy();

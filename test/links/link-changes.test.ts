@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { until } from '../support/wire.ts';
 import { shop } from './support.ts';
 
 /** A link change is a row change (CONTRACT §11): entries on both sides of a pair, and for unlink and cascade; webhooks follow. */
@@ -44,18 +44,9 @@ eachDatabase('links: change entries and webhooks', (kind) => {
 
   it('delivers the inverse side\'s update to a flow of the target table, whose filter may test the link', async () => {
     const s = await shop(t);
-    const bodies: Change[] = [];
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const rx = await new WebhookReceiver().start();
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const url = rx.url();
       const flow = await t.post('/api/flows', {
         name: 'linked orders',
         enabled: true,
@@ -73,16 +64,15 @@ eachDatabase('links: change entries and webhooks', (kind) => {
       await t.post(`/api/tables/${s.customers}/rows`, { id: 'c1', values: {} });
       await t.post(`/api/tables/${s.orders}/rows`, { id: 'o1', values: { customer: 'c1' } });
       await t.post(`/api/tables/${s.orders}/rows`, { id: 'o2', values: { customer: 'c1' } });
-      const deadline = Date.now() + 10_000;
-      while (bodies.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await until('the delivery', () => rx.received.length >= 1, 10_000);
       await new Promise((r) => setTimeout(r, 300));
+      const bodies: Change[] = rx.received.map((a) => a.body);
       assert.equal(bodies.length, 1, JSON.stringify(bodies));
       assert.equal(bodies[0].change.rowId, 'c1');
       assert.deepEqual(bodies[0].change.row.values.orders, ['o1', 'o2']);
       assert.deepEqual(bodies[0].change.changedFields, ['orders']);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await rx.stop();
     }
   });
 });

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
-import { type TestApp, startApp } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 
 /**
  * /docs in a real browser (CONTRACT §10): headless Chromium renders the reference from a listening
@@ -19,15 +18,14 @@ const MISSING = `no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/ru
 const skip = fs.existsSync(CHROMIUM) || process.env.CI === 'true' ? false : MISSING;
 
 describe('openapi: /docs in headless Chromium', { skip }, () => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
   let browser: Browser;
 
   before(async () => {
     assert.ok(fs.existsSync(CHROMIUM), MISSING);
-    t = await startApp('sqlite');
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening('sqlite');
+    base = t.base;
     // No sandbox: the tests may run as root (CI), where Chromium's sandbox cannot start.
     browser = await chromium.launch({ executablePath: CHROMIUM, chromiumSandbox: false, args: ['--no-sandbox'] });
   });

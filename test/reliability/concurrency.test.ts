@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import pg from 'pg';
 import { physicalTable } from '../../src/store/user-tables.ts';
-import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
-import { type Answer, callJson } from '../support/wire.ts';
+import { TEST_KEY, allRows, eachDatabase, expectError } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
+import { type Answer, callJson, overHttp } from '../support/wire.ts';
 
 /**
  * Issue 17 (reliability), concurrency: 64 clients write overlapping rows at once through a real
@@ -44,13 +44,12 @@ const MAIN_FIELDS = [
 ];
 
 eachDatabase('reliability: 64 concurrent clients, field changes in between', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
 
   before(async () => {
-    t = await startApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind);
+    base = t.base;
   });
   after(() => t?.close());
 
@@ -323,13 +322,7 @@ eachDatabase('reliability: 64 concurrent clients, field changes in between', (ki
     // The final state: each owned row holds its last acknowledged value; shared rows an acknowledged one.
     const final = new Map<string, Row>();
     for (const table of ['cc', 'cd'] as const) {
-      let path: string | null = `/api/tables/${table}/rows?${new URLSearchParams({ pageSize: '200', sort: JSON.stringify([{ id: { direction: 'asc', nulls: 'nullsLast' } }]) })}`;
-      while (path) {
-        const r: Answer = await call('GET', path);
-        assert.equal(r.status, 200, r.text);
-        for (const row of r.body.data) final.set(`${table}/${row.id}`, row);
-        path = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
-      }
+      for (const row of await allRows(overHttp(base), table)) final.set(`${table}/${row.id}`, row);
     }
     for (const [key, n] of lastAcked) {
       const got = final.get(key)?.values.n;

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
-import { type Server, buildProject, complaints, serve, stopAll, stopServers } from '../support/served.ts';
-import { type Answer, callJson } from '../support/wire.ts';
+import { allRows, eachDatabase } from '../support/harness.ts';
+import { killLoop, serveOver } from '../support/kill-loop.ts';
+import { type Server, buildProject, complaints, servedDatabase, stopAll } from '../support/served.ts';
+import { type Answer, callJson, overHttp } from '../support/wire.ts';
 
 /**
  * Issue 17 (reliability), crash safety: `rowhouse serve` in a child process takes single, bulk
@@ -53,11 +54,6 @@ before(() => {
   project = buildProject('rowhouse-crash-build-');
 });
 after(stopAll);
-
-/** Starts `rowhouse serve` over the database and waits until it listens. */
-function serveOn(db: ScratchDatabase): Promise<Server> {
-  return serve(project, { cwd: db.dir, env: { DATABASE_URL: db.url, ROWHOUSE_DATA_DIR: db.dir, ROWHOUSE_API_KEY: TEST_KEY } });
-}
 
 /** A request; throws when no whole answer came (the connection was reset by the kill). */
 const call = callJson;
@@ -289,16 +285,7 @@ class Client {
 
 /** The whole table, through the list API, by id. */
 async function listAll(base: string, table: TableCode): Promise<Map<string, Row>> {
-  const out = new Map<string, Row>();
-  const sort = JSON.stringify([{ id: { direction: 'asc', nulls: 'nullsLast' } }]);
-  let p: string | null = `/api/tables/${table}/rows?${new URLSearchParams({ pageSize: '200', sort })}`;
-  while (p) {
-    const r: Answer = await call(base, 'GET', p);
-    assert.equal(r.status, 200, `listing ${table}: ${r.text.slice(0, 300)}`);
-    for (const row of r.body.data) out.set(row.id, row);
-    p = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;
-  }
-  return out;
+  return new Map((await allRows(overHttp(base), table)).map((row) => [row.id, row]));
 }
 
 /** A table's feed replayed: the rows it gives, and how far it was read. */
@@ -350,15 +337,7 @@ function feedMismatches(table: TableCode, replay: Map<string, Row>, rows: Map<st
 }
 
 eachDatabase('reliability: SIGKILL of rowhouse serve under concurrent writes', (kind) => {
-  let db: ScratchDatabase;
-  before(async () => {
-    db = await scratchDatabase(kind);
-  });
-  after(async () => {
-    // A failed test's server is stopped before its database is dropped.
-    await stopServers();
-    await db?.drop();
-  });
+  const db = servedDatabase(kind);
 
   it(`killed ${CYCLES} times: acknowledged writes kept, no partial bulk or batch, the feed replays to the rows, clean starts`, { timeout: 30 * 60_000 }, async () => {
     const started = Date.now();
@@ -444,31 +423,37 @@ eachDatabase('reliability: SIGKILL of rowhouse serve under concurrent writes', (
         .join('; ');
     }
 
-    let server = await serveOn(db);
+    const first = await serveOver(project, db);
     for (const t of TABLES) {
-      const r = await call(server.base, 'POST', '/api/tables', { code: t, name: t, fields: FIELDS });
+      const r = await call(first.base, 'POST', '/api/tables', { code: t, name: t, fields: FIELDS });
       assert.equal(r.status, 201, r.text);
     }
-    for (let cycle = 1; cycle <= CYCLES; cycle++) {
+    let refused: string[] = [];
+    const server = await killLoop({
+      first,
+      cycles: CYCLES,
+      async start() {
+        const t0 = Date.now();
+        const restarted = await serveOver(project, db);
+        stats.startMs += Date.now() - t0;
+        return restarted;
+      },
       // A short stream of writes from every client at once, then SIGKILL at a random moment.
-      const refused: string[] = [];
-      let killed = false;
-      const streams = clients.map((c) => c.run(server.base, cycle, () => killed, refused));
-      await new Promise((resolve) => setTimeout(resolve, between(20, 300)));
-      killed = true;
-      server.child.kill('SIGKILL');
-      await Promise.all(streams);
-      const exit = await server.closed;
-      assert.equal(exit.signal, 'SIGKILL', `process of cycle ${cycle} ended by itself (${exit.code})`);
-      assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the process of cycle ${cycle}`);
-      assert.deepEqual(refused, [], `requests of cycle ${cycle} refused`);
-
-      const t0 = Date.now();
-      server = await serveOn(db);
-      stats.startMs += Date.now() - t0;
-      await verify(server, cycle, cycle % FULL_FEED_EVERY === 0 || cycle === CYCLES);
-      assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the start after cycle ${cycle}`);
-    }
+      killAfterMs: () => between(20, 300),
+      write(server, cycle, killed) {
+        refused = [];
+        return Promise.all(clients.map((c) => c.run(server.base, cycle, killed, refused)));
+      },
+      gone(server, exit, cycle) {
+        assert.equal(exit.signal, 'SIGKILL', `process of cycle ${cycle} ended by itself (${exit.code})`);
+        assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the process of cycle ${cycle}`);
+        assert.deepEqual(refused, [], `requests of cycle ${cycle} refused`);
+      },
+      async restarted(server, cycle) {
+        await verify(server, cycle, cycle % FULL_FEED_EVERY === 0 || cycle === CYCLES);
+        assert.deepEqual(complaints(server, { allowCutLines: true }), [], `the start after cycle ${cycle}`);
+      },
+    });
     // A last, orderly stop.
     server.child.kill('SIGTERM');
     const exit = await server.closed;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase, expectError } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
 /**
@@ -22,15 +22,12 @@ const HEARTBEAT_MS = 300;
 const STALL_MS = 3000;
 
 eachDatabase('change stream', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
-  const open: SseConnection[] = [];
 
   /** Opens the stream of a table (path and query after /api/tables/{t}/changes/stream). */
   async function stream(table: string, query = '', headers: Record<string, string> = {}, key: string | null = TEST_KEY): Promise<SseConnection> {
-    const c = await openSse(`${base}/api/tables/${table}/changes/stream${query}`, { ...(key === null ? {} : { 'x-api-key': key }), ...headers });
-    open.push(c);
-    return c;
+    return t.track(await openSse(`${base}/api/tables/${table}/changes/stream${query}`, { ...(key === null ? {} : { 'x-api-key': key }), ...headers }));
   }
 
   async function makeTable(code: string): Promise<string> {
@@ -63,14 +60,10 @@ eachDatabase('change stream', (kind) => {
   const cursorNow = async (table: string) => (await t.get(`/api/tables/${table}/changes?limit=1000&after=0`)).body.data.at(-1)?.sequence ?? 0;
 
   before(async () => {
-    t = await startApp(kind, {}, { stream: { heartbeatMs: HEARTBEAT_MS, stallMs: STALL_MS } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind, {}, { stream: { heartbeatMs: HEARTBEAT_MS, stallMs: STALL_MS } });
+    base = t.base;
   });
-  after(async () => {
-    for (const c of open) c.close();
-    await t.close();
-  });
+  after(() => t.close());
 
   it('answers text/event-stream; without after, the changes committed after it opens, each as id: sequence, event: change, data: the feed\'s change', async () => {
     await makeTable('basic');
@@ -319,7 +312,7 @@ eachDatabase('change stream', (kind) => {
     const at = (u: URL) => `${base}${u.pathname}${u.search}`;
 
     const c = await openSse(at(url));
-    open.push(c);
+    t.track(c);
     assert.equal(c.status, 200);
     await c.until(() => c.comments.includes('open'), 2000, 'open');
     assert.equal((await t.post('/api/tables/signed/rows', { id: 'shut', values: { status: 'closed' } })).status, 201);
@@ -330,7 +323,7 @@ eachDatabase('change stream', (kind) => {
 
     // Resuming by after and Last-Event-ID works on the signed URL too.
     const resumed = await openSse(`${at(url)}&after=0`);
-    open.push(resumed);
+    t.track(resumed);
     await resumed.until(() => resumed.events.length >= 1, 2000, 'resumed');
     assert.deepEqual(resumed.changes().map((ch) => ch.rowId), ['opened']);
 

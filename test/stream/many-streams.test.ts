@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
 /**
@@ -26,15 +26,13 @@ async function until(done: () => boolean, what: string, ms = 5000): Promise<void
 }
 
 eachDatabase('many change streams of one table', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let base: string;
-  const open: SseConnection[] = [];
 
   async function stream(table: string, query = '', headers: Record<string, string> = {}): Promise<SseConnection> {
     const c = await openSse(`${base}/api/tables/${table}/changes/stream${query}`, { 'x-api-key': TEST_KEY, ...headers });
     assert.equal(c.status, 200);
-    open.push(c);
-    return c;
+    return t.track(c);
   }
 
   async function feed(table: string): Promise<Change[]> {
@@ -62,14 +60,10 @@ eachDatabase('many change streams of one table', (kind) => {
 
   before(async () => {
     // Long stall time: a client held back here is behind, not gone.
-    t = await startApp(kind, {}, { stream: { stallMs: 60_000 } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    t = await startListening(kind, {}, { stream: { stallMs: 60_000 } });
+    base = t.base;
   });
-  after(async () => {
-    for (const c of open) c.close();
-    await t.close();
-  });
+  after(() => t.close());
 
   it('fifty streams (at the end, from the start, filtered, opened during the writes): each sees its changes once, in order, as the feed has them', async () => {
     await makeTable('many');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { type Doc, documentChecks } from '../openapi/conformance.ts';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { openSse } from './sse.ts';
 
 /**
@@ -10,14 +10,13 @@ import { openSse } from './sse.ts';
  * its rows' history, and the service's real answers conform to it (the stream's status and type too).
  */
 eachDatabase('openapi: change stream and row history', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let tableId: string;
   let p: string;
   let conforms: ReturnType<typeof documentChecks>['conforms'];
 
   before(async () => {
-    t = await startApp(kind);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    t = await startListening(kind);
     const made = await t.post('/api/tables', { code: 'docs', name: 'Docs', fields: [{ code: 'status', type: 'select', options: { choices: ['a', 'b'] } }] });
     tableId = made.body.id;
     p = `/api/tables/${tableId}`;
@@ -39,8 +38,7 @@ eachDatabase('openapi: change stream and row history', (kind) => {
     conforms(`${p}/changes/stream-url`, 'post', await t.post(`${p}/changes/stream-url`, { expiresIn: 0 })); // 400
     conforms(`${p}/changes/stream`, 'get', await t.get(`${p}/changes/stream?after=x`)); // 400
 
-    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-    const c = await openSse(`${base}${p}/changes/stream?after=0`, { 'x-api-key': TEST_KEY });
+    const c = await openSse(`${t.base}${p}/changes/stream?after=0`, { 'x-api-key': TEST_KEY });
     try {
       await c.until(() => c.events.length === 2, 2000, 'the two changes');
       conforms(`${p}/changes/stream`, 'get', { status: c.status, headers: c.headers as Record<string, string>, body: undefined, text: '' });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type ScratchDatabase, eachDatabase, scratchDatabase } from '../support/harness.ts';
-import { type Server, buildProject, complaints, scratchDir, serve, stopAll, stopServers } from '../support/served.ts';
+import { TEST_KEY, type ScratchDatabase, eachDatabase } from '../support/harness.ts';
+import { type Server, buildProject, complaints, serveInstance, servedDatabase, stopAll } from '../support/served.ts';
 import { callJson } from '../support/wire.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
@@ -28,14 +28,8 @@ before(() => {
 });
 after(() => stopAll());
 
-async function start(name: string, scratch: ScratchDatabase): Promise<Server> {
-  const cwd = scratchDir(`rowhouse-streams-${name}-`);
-  return serve(project, {
-    name,
-    cwd,
-    env: { ROWHOUSE_DATA_DIR: cwd, DATABASE_URL: scratch.url, ROWHOUSE_API_KEY: TEST_KEY, ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: String(SHUTDOWN_BOUND_SECONDS) },
-    withoutAws: true,
-  });
+function start(name: string, scratch: ScratchDatabase): Promise<Server> {
+  return serveInstance(project, 'streams', name, { DATABASE_URL: scratch.url, ROWHOUSE_API_KEY: TEST_KEY, ROWHOUSE_SHUTDOWN_TIMEOUT_SECONDS: String(SHUTDOWN_BOUND_SECONDS) });
 }
 
 async function call(server: Server, method: string, path: string, body?: unknown) {
@@ -59,14 +53,7 @@ const streamOf = (server: Server, table: string, headers: Record<string, string>
   openSse(`${server.base}/api/tables/${table}/changes/stream${query}`, { 'x-api-key': TEST_KEY, ...headers });
 
 eachDatabase('change streams on served instances', (kind) => {
-  let scratch: ScratchDatabase;
-  before(async () => {
-    scratch = await scratchDatabase(kind);
-  });
-  after(async () => {
-    await stopServers();
-    await scratch.drop();
-  });
+  const scratch = servedDatabase(kind);
 
   it('SIGTERM ends open streams cleanly and the process exits 0 within its bound', async () => {
     const server = await start('sigterm', scratch);

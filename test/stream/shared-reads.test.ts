@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
 /**
@@ -10,23 +10,18 @@ import { type SseConnection, openSse } from './sse.ts';
  * statements can be counted), not fifty times as many, and every one of them gets the change.
  */
 eachDatabase('change streams share their reads', (kind) => {
-  let t: TestApp;
+  let t: ListeningApp;
   let statements: string[] | null = null;
   const streams: SseConnection[] = [];
 
   before(async () => {
-    t = await startApp(kind, {}, { onQuery: (sql) => statements?.push(sql) });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    t = await startListening(kind, {}, { onQuery: (sql) => statements?.push(sql) });
   });
-  after(async () => {
-    for (const c of streams) c.close();
-    await t.close();
-  });
+  after(() => t.close());
 
   it('fifty streams woken by one commit: one read of the log, the change to each', { skip: kind !== 'postgres' && 'PostgreSQL only (its statements are counted)' }, async () => {
     assert.equal((await t.post('/api/tables', { code: 'shared', name: 'shared', fields: [{ code: 'n', type: 'number' }] })).status, 201);
-    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-    for (let i = 0; i < 50; i++) streams.push(await openSse(`${base}/api/tables/shared/changes/stream`, { 'x-api-key': TEST_KEY }));
+    for (let i = 0; i < 50; i++) streams.push(t.track(await openSse(`${t.base}/api/tables/shared/changes/stream`, { 'x-api-key': TEST_KEY })));
     for (const c of streams) await c.until(() => c.comments.includes('open'), 5000, 'open');
     // Let the streams' first looks settle.
     await new Promise((resolve) => setTimeout(resolve, 300));

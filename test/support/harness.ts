@@ -195,15 +195,21 @@ export function expectError(reply: Reply, status: number): Record<string, unknow
   return b;
 }
 
+/** What GETs a path of the API: a TestApp (inject), or a real HTTP client (wire.ts overHttp). */
+export interface Getter {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  get(path: string): Promise<{ status: number; body: any; text: string }>;
+}
+
 /** Every row of a table in id order, read through the list API page by page (following nextUrl). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function allRows(t: TestApp, table: string): Promise<Record<string, any>[]> {
+export async function allRows(t: Getter, table: string): Promise<Record<string, any>[]> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const out: Record<string, any>[] = [];
   const sort = JSON.stringify([{ id: { direction: 'asc', nulls: 'nullsLast' } }]);
   let url: string | null = `/api/tables/${table}/rows?${new URLSearchParams({ pageSize: '200', sort })}`;
   while (url) {
-    const r: Reply = await t.get(url);
+    const r = await t.get(url);
     if (r.status !== 200) throw new Error(`listing ${table}: ${r.status} ${r.text.slice(0, 300)}`);
     out.push(...r.body.data);
     url = r.body.nextUrl ? (r.body.nextUrl as string).replace(/^https?:\/\/[^/]+/, '') : null;

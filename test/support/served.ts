@@ -3,7 +3,9 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { type DbKind, type ScratchDatabase, scratchDatabase } from './harness.ts';
 import { freePort } from './wire.ts';
 
 /**
@@ -17,7 +19,7 @@ import { freePort } from './wire.ts';
  * in its last `after` stops its servers and removes its scratch directories.
  *
  * childEnv() is also the environment of tests that run bin/rowhouse.mjs over src/ themselves
- * (test/cli.test.ts, test/shutdown.test.ts).
+ * (test/cli.test.ts, test/shutdown.test.ts, test/changes/crash.test.ts).
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -193,4 +195,33 @@ export async function stopServers(): Promise<void> {
 export async function stopAll(): Promise<void> {
   await stopServers();
   for (const dir of scratchDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * For the tests of a describe that serve over one database: a scratch database of `kind`, made
+ * before them; after them, the servers still running are stopped (a failed test leaves its own
+ * behind) and then it is dropped. Its url and dir can be read once the tests run.
+ */
+export function servedDatabase(kind: DbKind): ScratchDatabase {
+  let db: ScratchDatabase | undefined;
+  before(async () => {
+    db = await scratchDatabase(kind);
+  });
+  after(async () => {
+    await stopServers();
+    await db?.drop();
+  });
+  const made = (): ScratchDatabase => {
+    if (!db) throw new Error('the scratch database is made in before()');
+    return db;
+  };
+  return {
+    get url() {
+      return made().url;
+    },
+    get dir() {
+      return made().dir;
+    },
+    drop: () => made().drop(),
+  };
 }

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { TEST_KEY } from './harness.ts';
+import { type Getter, TEST_KEY } from './harness.ts';
 
 /** Helpers for tests that talk to a listening server with a real HTTP client. */
 
@@ -51,4 +51,23 @@ export async function callJson(base: string, method: string, path: string, body?
     parsed = undefined;
   }
   return { status: res.status, body: parsed, text };
+}
+
+/** GETs over HTTP from a listening server at `base`, for helpers that take a Getter (harness.ts allRows). */
+export function overHttp(base: string): Getter {
+  return { get: (path) => callJson(base, 'GET', path) };
+}
+
+/**
+ * Polls `probe` (every 20 ms) until it answers something other than undefined or false, and answers
+ * that; fails naming `what` (and `detail()`, for the diagnosis) when `ms` pass first.
+ */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, ms = 10_000, detail: () => string = () => ''): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${detail() ? `\n${detail()}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
