@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { TEST_KEY, eachDatabase } from '../support/harness.ts';
+import { type ListeningApp, startListening } from '../support/listening.ts';
+import { until } from '../support/wire.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
 /**
@@ -14,34 +15,17 @@ import { type SseConnection, openSse } from './sse.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(done: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    assert.ok(Date.now() < deadline, `${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 eachDatabase('change streams catching up', (kind) => {
-  let t: TestApp;
-  let base: string;
-  const open: SseConnection[] = [];
+  let t: ListeningApp;
 
-  before(async () => {
-    // Long stall time: a client held back here is behind, not gone.
-    t = await startApp(kind, {}, { stream: { stallMs: 60_000 } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-  });
-  after(async () => {
-    for (const c of open) c.close();
-    await t.close();
-  });
+  // Long stall time: a client held back here is behind, not gone.
+  before(async () => (t = await startListening(kind, {}, { stream: { stallMs: 60_000 } })));
+  after(() => t.close());
 
   async function stream(table: string): Promise<SseConnection> {
-    const c = await openSse(`${base}/api/tables/${table}/changes/stream`, { 'x-api-key': TEST_KEY });
+    const c = t.track(await openSse(`${t.base}/api/tables/${table}/changes/stream`, { 'x-api-key': TEST_KEY }));
     assert.equal(c.status, 200);
-    open.push(c);
     await c.until(() => c.comments.includes('open'), 5000, 'open');
     return c;
   }
@@ -65,10 +49,10 @@ eachDatabase('change streams catching up', (kind) => {
       assert.ok(i < 150, 'the server held back');
       await bulk(code, `fill ${i}`);
     }
-    await until(() => {
+    await until('the slow stream held back, the other two live', () => {
       const { open: n, live, held } = t.app.changeStreams!.stats(tableId);
       return n === 3 && live === 2 && held === 1;
-    }, 'the slow stream held back, the other two live');
+    }, 5000);
     return { tableId, slow, others };
   }
 
@@ -94,7 +78,7 @@ eachDatabase('change streams catching up', (kind) => {
     assert.equal(t.app.changeStreams!.stats(tableId).logReads, 0, 'no stream read the log');
     slow.resume();
     await everyChange('near', [slow, ...others]);
-    await until(() => t.app.changeStreams!.stats(tableId).live === 3, 'it rejoins the live streams');
+    await until('it rejoins the live streams', () => t.app.changeStreams!.stats(tableId).live === 3, 5000);
     const { logReads, recentReads } = t.app.changeStreams!.stats(tableId);
     assert.ok(recentReads > 0, 'it caught up from the recent reads');
     assert.equal(logReads, 0, 'no stream read the log');
@@ -108,7 +92,7 @@ eachDatabase('change streams catching up', (kind) => {
     for (let i = 0; i < 8; i++) await bulk('far', `while held ${i}`);
     slow.resume();
     await everyChange('far', [slow, ...others]);
-    await until(() => t.app.changeStreams!.stats(tableId).live === 3, 'it rejoins the live streams');
+    await until('it rejoins the live streams', () => t.app.changeStreams!.stats(tableId).live === 3, 5000);
     const { logReads, recentReads } = t.app.changeStreams!.stats(tableId);
     assert.ok(logReads > 0, 'it read the log for what the reader no longer kept');
     assert.ok(recentReads > 0, 'then went on from the recent reads');

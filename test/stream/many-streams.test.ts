@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { TEST_KEY, eachDatabase } from '../support/harness.ts';
 import { type ListeningApp, startListening } from '../support/listening.ts';
+import { until } from '../support/wire.ts';
 import { type SseConnection, openSse } from './sse.ts';
 
 /**
@@ -17,13 +18,6 @@ type Change = Record<string, any>;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const OPEN = { values: { status: { _eq: 'open' } } };
 
-async function until(done: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    assert.ok(Date.now() < deadline, `${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 eachDatabase('many change streams of one table', (kind) => {
   let t: ListeningApp;
@@ -148,10 +142,10 @@ eachDatabase('many change streams of one table', (kind) => {
       assert.equal(r.status, 201, r.text);
     }
     // The others, which read on, are sent to by the reader (a large batch may hold them back a moment too).
-    await until(() => {
+    await until('the slow stream held back, the other two live', () => {
       const { open: n, live, held } = t.app.changeStreams!.stats(tableId);
       return n === 3 && live === 2 && held === 1;
-    }, 'the slow stream held back, the other two live');
+    }, 5000);
     // More while it is held back, then it reads again, and more after.
     for (let i = 0; i < 20; i++) assert.equal((await t.post('/api/tables/held/rows', { values: { title: `while held ${i}` } })).status, 201);
     slow.resume();
@@ -162,7 +156,7 @@ eachDatabase('many change streams of one table', (kind) => {
       assert.deepEqual(c.changes().map((ch) => ch.sequence), all.map((ch) => ch.sequence), 'every sequence once, in order');
     }
     // It is live again: it rejoined the others, and a change reaches it at once, like them.
-    await until(() => t.app.changeStreams!.stats(tableId).live === 3, 'it rejoins the live streams');
+    await until('it rejoins the live streams', () => t.app.changeStreams!.stats(tableId).live === 3, 5000);
     assert.equal((await t.post('/api/tables/held/rows', { id: 'last', values: {} })).status, 201);
     for (const c of [slow, ...others]) await c.until(() => c.changes().some((ch) => ch.rowId === 'last'), 2000, 'the last change');
   });
