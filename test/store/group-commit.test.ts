@@ -36,7 +36,7 @@ describe('SQLite group commit (writeNow)', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const writeNow: WriteNow = (work) => database.writeNow(work);
+  const writeNow: WriteNow = (work, oneStatement) => database.writeNow(work, oneStatement);
   const insert = (id: string, n: number) => writeNow((run) => run('insert into t (id, n) values (?, ?) returning id', [id, n]));
   const committed = () => observer.prepare('select id, n from t order by id').all();
 
@@ -89,6 +89,53 @@ describe('SQLite group commit (writeNow)', () => {
     assert.deepEqual(committed(), []);
     assert.deepEqual(await insert('c', 3), [{ id: 'c' }]);
     assert.deepEqual(committed(), [{ id: 'c', n: 3 }]);
+  });
+
+  it('runs one-statement writes without a savepoint: one that fails is backed out alone, and what they leave runs before the commit', async () => {
+    const steps: unknown[] = [];
+    const oneInsert = (id: string, n: number) =>
+      writeNow((run, group) => {
+        const rows = run('insert into t (id, n) values (?, ?) returning id', [id, n]);
+        // Left to the end of the group: the writes of the group have all run, and nothing has committed.
+        group.beforeCommit((r) => steps.push([id, r('select count(*) as n from t', []), committed().length]));
+        return rows;
+      }, true);
+    await insert('taken', 0);
+    const results = await Promise.allSettled([oneInsert('a', 1), oneInsert('taken', 2), oneInsert('b', 3)]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /UNIQUE/);
+    assert.deepEqual(steps, [['a', [{ n: 3 }], 1], ['b', [{ n: 3 }], 1]]);
+    assert.deepEqual(committed(), [{ id: 'a', n: 1 }, { id: 'b', n: 3 }, { id: 'taken', n: 0 }]);
+  });
+
+  it('fails every write of the group when what they left for its end fails, or when a one-statement write throws after its statement', async () => {
+    const results = await Promise.allSettled([
+      insert('a', 1),
+      writeNow((run, group) => {
+        group.beforeCommit(() => {
+          throw new Error('the entries could not be written');
+        });
+        return run('insert into t (id, n) values (?, ?)', ['b', 2]);
+      }, true),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+    for (const r of results) assert.match(String((r as PromiseRejectedResult).reason), /could not be written/);
+    assert.deepEqual(committed(), []);
+    const after = await Promise.allSettled([
+      insert('c', 3),
+      writeNow((run) => {
+        run('insert into t (id, n) values (?, ?)', ['d', 4]);
+        throw new Error('failed after its statement');
+      }, true),
+      writeNow((run) => {
+        run('insert into t (id, n) values (?, ?)', ['e', 5]);
+        return run('insert into t (id, n) values (?, ?)', ['f', 6]);
+      }, true),
+    ]);
+    assert.deepEqual(after.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+    assert.deepEqual(committed(), []);
+    assert.deepEqual(await insert('g', 7), [{ id: 'g' }]);
+    assert.deepEqual(committed(), [{ id: 'g', n: 7 }]);
   });
 
   it('waits for a transaction of the query builder, and writes after it in order', async () => {

@@ -2,10 +2,10 @@ import { sql } from 'kysely';
 import { newRowSystemJson } from '../../domain/record-system-json.ts';
 import type { TableDef } from '../../domain/table.ts';
 import type { RawRow } from '../../domain/row.ts';
-import { ENTRY_COLUMNS, type EntryMaker, PER_STATEMENT, type PendingEntries, changeOf } from '../change-entries.ts';
+import { ENTRY_COLUMNS, type EntryMaker, PER_STATEMENT, type PendingEntries, type RowChange, changeOf } from '../change-entries.ts';
 import type { ChangeNumbering } from '../dialect.ts';
 import { recordJsonSql } from '../record-json-sql.ts';
-import type { Run, WriteNow } from './group-commit.ts';
+import type { Run, WriteGroup, WriteNow } from './group-commit.ts';
 import { sqliteDialect } from './dialect.ts';
 
 /**
@@ -48,29 +48,67 @@ function takeNow(run: Run, tableId: string, n: number): number {
   return Number(last) - n + 1;
 }
 
+/** A change to write as an entry, with when and by whom (the writes of one group commit each have their own). */
+interface Noted {
+  change: RowChange;
+  occurredAt: string;
+  memberId: string;
+}
+
 /** At once on the connection of the open transaction: a table's entries, numbered, a statement per PER_STATEMENT of them. */
-function writeEntriesNow(run: Run, { table, changes, memberId, occurredAt }: PendingEntries, log: EntryMaker): void {
-  for (let i = 0; i < changes.length; i += PER_STATEMENT) {
-    const entries = changes.slice(i, i + PER_STATEMENT);
+function writeNotedNow(run: Run, table: TableDef, noted: readonly Noted[], log: EntryMaker): void {
+  for (let i = 0; i < noted.length; i += PER_STATEMENT) {
+    const entries = noted.slice(i, i + PER_STATEMENT);
     const n = entries.length;
     const first = takeNow(run, table.id, n);
     const params: unknown[] = [];
-    entries.forEach((c, k) => params.push(table.id, first + k, ...log.entryFields(table, c), occurredAt, memberId));
+    entries.forEach(({ change, occurredAt, memberId }, k) => params.push(table.id, first + k, ...log.entryFields(table, change), occurredAt, memberId));
     run(log.statement(`entries:${n}`, () => entriesStatement(n)), params);
   }
+}
+
+/** writeNotedNow for a transaction's pending entries of a table (one time and member for all). */
+function writeEntriesNow(run: Run, { table, changes, memberId, occurredAt }: PendingEntries, log: EntryMaker): void {
+  writeNotedNow(run, table, changes.map((change) => ({ change, occurredAt, memberId })), log);
+}
+
+/** The entries the single-row writes of a group commit noted, by table: written together just before it commits. */
+const groupEntries = new WeakMap<WriteGroup, Map<string, { table: TableDef; noted: Noted[] }>>();
+
+/**
+ * Notes a single-row write's entries in its group commit. The group writes the entries of all its
+ * writes just before it commits, a table's in the order its writes ran, with one raise of the
+ * table's counter (rather than a raise and an insert for each write, in a savepoint of its own).
+ */
+function noteInGroup(group: WriteGroup, table: TableDef, noted: Noted[], log: EntryMaker): void {
+  let byTable = groupEntries.get(group);
+  if (!byTable) {
+    const tables = new Map<string, { table: TableDef; noted: Noted[] }>();
+    byTable = tables;
+    groupEntries.set(group, tables);
+    group.beforeCommit((run) => {
+      for (const id of [...tables.keys()].sort()) {
+        const { table: t, noted: entries } = tables.get(id) as { table: TableDef; noted: Noted[] };
+        writeNotedNow(run, t, entries, log);
+      }
+    });
+  }
+  const mine = byTable.get(table.id);
+  if (mine) mine.noted.push(...noted);
+  else byTable.set(table.id, { table, noted });
 }
 
 /** `runNow` runs a statement at once on the main connection; `writeNow` runs work in the group commit (group-commit.ts). */
 export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNumbering {
   return {
-    // One transaction run at once (writeNow): the write, then its entry.
+    // In the group commit (writeNow): the write, one statement, at once; its entry with those of its group, before the group commits.
     writeAlone: (_db, table, ctx, write, what, log) =>
-      writeNow((run) => {
+      writeNow((run, group) => {
         // The write returns its row's columns (a delete's: the id only): a row of the table.
         const written = run(write.sql, write.parameters) as RawRow[];
-        if (written.length > 0) writeEntriesNow(run, { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: written.map((row) => changeOf(what, row)) }, log);
+        if (written.length > 0) noteInGroup(group, table, written.map((row) => ({ change: changeOf(what, row), occurredAt: ctx.now, memberId: ctx.memberId })), log);
         return { rows: written };
-      }),
+      }, true),
     writeEntries: async (_tx, pending, log) => writeEntriesNow(runNow, pending, log),
     /**
      * Create entries for the rows just inserted into the table, found by their rowids (`first` to
