@@ -36,7 +36,7 @@ fs.mkdirSync(path.join(ROOT, '.bench-data'), { recursive: true });
 const work = fs.mkdtempSync(path.join(ROOT, '.bench-data', 'ab-'));
 const beforeRoot = path.join(work, 'before-src');
 fs.mkdirSync(beforeRoot, { recursive: true });
-execFileSync('sh', ['-c', `git archive ${JSON.stringify(COMMIT)} src | tar -x -C ${JSON.stringify(beforeRoot)}`], { cwd: ROOT });
+execFileSync('sh', ['-c', `git archive ${JSON.stringify(COMMIT)} src package.json | tar -x -C ${JSON.stringify(beforeRoot)}`], { cwd: ROOT });
 const commit = execFileSync('git', ['rev-parse', '--short', COMMIT], { cwd: ROOT, encoding: 'utf8' }).trim();
 async function bundle(name: string, root: string): Promise<string> {
   const out = path.join(work, name);
@@ -86,7 +86,8 @@ for (const name of ONLY) {
   const request = workloads[name];
   if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
   const path1 = typeof request.path === 'function' ? request.path() : request.path;
-  const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await fetch(s.url + path1, { headers: auth })).text()));
+  // (nextUrl names each server's own address.)
+  const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
   if (a !== b) throw new Error(`${name}: the two builds answer differently:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
 }
 
