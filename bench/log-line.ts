@@ -6,7 +6,7 @@
 //   pipe     the line written to a pipe, one write(2) each (pino's default destination)
 //   buffered the line written through src/http/log-destination.ts BufferedLog (this build's)
 //   root     as buffered, with the root logger and reqId a field of the line (no child logger)
-//   node -–import tsx bench/log-line.ts [lines=200000]
+//   node --import tsx bench/log-line.ts [lines=200000]
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
