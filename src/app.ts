@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { installAccessLog } from './http/access-log.ts';
+import { standardOutputLog } from './http/log-destination.ts';
 import { installBodyDepthLimit } from './http/body-depth.ts';
 import { installBodyHandling } from './http/request-bodies.ts';
 import { decoratePrincipal } from './http/auth.ts';
@@ -67,7 +68,8 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
   const app = Fastify({
-    logger: deps.logger === false ? false : { level: config.logLevel, ...(deps.logStream ? { stream: deps.logStream } : {}) },
+    // Standard output through a buffer (http/log-destination.ts), unless a test gives its own stream.
+    logger: deps.logger === false ? false : { level: config.logLevel, stream: deps.logStream ?? standardOutputLog() },
     // Fastify's own two lines per request (with whole request and response objects) halve throughput:
     // access-log.ts writes one small line instead, and only at info.
     logController: new LogController({ disableRequestLogging: true }),
@@ -92,6 +94,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   installErrorHandling(app, database.dialect);
   installAccessLog(app);
+  // The lines still waiting in the buffer go out when the app closes (and at the process's exit).
+  if (deps.logger !== false && !deps.logStream) {
+    app.addHook('onClose', (_instance, done) => {
+      standardOutputLog().flush();
+      done();
+    });
+  }
   installBodyHandling(app, { idleMs: config.bodyTimeoutMs, maxBodyBytes: config.maxBodyBytes });
   decoratePrincipal(app);
   installBodyDepthLimit(app);

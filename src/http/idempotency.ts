@@ -224,8 +224,10 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     );
   });
 
-  // A request whose answer was never sent (its client gone): nothing of it is kept.
+  // A request whose answer was never sent (its client gone): nothing of it is kept. A request
+  // without a key, or whose answer ended it (onSend), costs no promise.
   const abandon = (request: FastifyRequest, _reply: unknown, done: () => void) => {
+    if (!request.idempotency || request.idempotency.ended) return done();
     end(request, null).then(() => done(), () => done());
   };
   api.addHook('onResponse', abandon);

@@ -3,6 +3,7 @@ import type { Dialect } from '../store/dialect.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
 import { systemJson } from '../domain/record-system-json.ts';
+import { holdsJsonText, rowRecord } from '../domain/row-record.ts';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
 import type { Expanded, Expansion } from '../store/links/expand.ts';
@@ -78,6 +79,12 @@ function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dia
 
 /** Records as a JSON array's text. */
 export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  // Where no column holds JSON text to be written as it is (PostgreSQL's jsonb arrives decoded),
+  // the records as values written by one JSON.stringify, the same text: a 51-row page of the
+  // benchmark table took about a quarter less CPU than rendering each value's text (issue 27).
+  if (links === undefined && expanded === undefined && !rows.some((row) => holdsJsonText(table, row))) {
+    return JSON.stringify(rows.map((row) => rowRecord(table, row, dialect)));
+  }
   let out = '[';
   for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect, links, expanded);
   return `${out}]`;

@@ -18,6 +18,7 @@ import type { WriteContext } from './resources/resource-spec.ts';
 import type { TableDef } from '../domain/table.ts';
 import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
+import { rowRecord } from '../domain/row-record.ts';
 import type { ChangeLog } from './change-log.ts';
 import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
 import type { LinkFollow, LinkWrites, WrittenRow } from './links/link-writes.ts';
@@ -195,19 +196,7 @@ export class RowStore {
   }
 
   toRecord(table: TableDef, raw: RawRow): RowRecord {
-    const values: Record<string, unknown> = {};
-    for (const f of table.compiled.fields) {
-      const v = raw[f.column];
-      values[f.code] = v === null || v === undefined ? f.nullValue : f.type.fromDb(v, this.dialect);
-    }
-    return {
-      id: raw.id,
-      createdAt: raw.created_at,
-      updatedAt: raw.updated_at,
-      createdBy: raw.created_by,
-      updatedBy: raw.updated_by,
-      values,
-    };
+    return rowRecord(table, raw, this.dialect);
   }
 
   /** The written fields' columns as bound: part of a row, not a RawRow. */

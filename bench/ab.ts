@@ -1,0 +1,122 @@
+// Two builds side by side (issue 27): the sources of a git commit (`before`) against the working
+// tree (`after`), each bundled as the product's build is (scripts/bundle-options.mjs), both served
+// at once on the same database at the default log level (info, an access line per request, read
+// from their standard output here and dropped, as a collector that keeps up would), and loaded in
+// turn: BENCH_ROUNDS paired rounds of `seconds` a side, alternating which goes first. For each
+// workload: each side's rate and server CPU time per answered request (µs), which other load on
+// the machine barely moves, and the median of the rounds' ratios after : before. On a shared
+// machine compare only within a run.
+//   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
+//   BENCH_ONLY=get,first (default: get,first,paid,amount); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
+//   BENCH_LOG_LEVEL=warn serves both sides without access lines.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { build } from 'esbuild';
+// @ts-expect-error: a plain JavaScript module of the build, without type declarations
+import { serviceBundleOptions } from '../scripts/bundle-options.mjs';
+import { type Load, type LoadRequest, load } from './support/load.ts';
+import { median, pairedRounds } from './support/rounds.ts';
+import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, startProcess } from './support/processes.ts';
+
+const COMMIT = process.argv[2];
+if (!COMMIT) throw new Error('usage: node --import tsx bench/ab.ts <commit> [rows] [seconds]');
+const N = Number(process.argv[3] ?? 20_000);
+const SECONDS = Number(process.argv[4] ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ONLY = (process.env.BENCH_ONLY ?? 'get,first,paid,amount').split(',');
+
+const { dir, postgres, env } = await benchDatabase('ab');
+const ds = await dataset();
+
+// ---- the two bundles, in .bench-data/ under the project (where their packages resolve) ----
+
+fs.mkdirSync(path.join(ROOT, '.bench-data'), { recursive: true });
+const work = fs.mkdtempSync(path.join(ROOT, '.bench-data', 'ab-'));
+const beforeRoot = path.join(work, 'before-src');
+fs.mkdirSync(beforeRoot, { recursive: true });
+execFileSync('sh', ['-c', `git archive ${JSON.stringify(COMMIT)} src package.json | tar -x -C ${JSON.stringify(beforeRoot)}`], { cwd: ROOT });
+const commit = execFileSync('git', ['rev-parse', '--short', COMMIT], { cwd: ROOT, encoding: 'utf8' }).trim();
+async function bundle(name: string, root: string): Promise<string> {
+  const out = path.join(work, name);
+  await build({ ...serviceBundleOptions(root, path.join(out, 'cli.js')), logLevel: 'error' });
+  fs.writeFileSync(path.join(out, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+  fs.writeFileSync(path.join(out, 'serve.js'), "require('./cli.js').main(['serve']);\n");
+  return path.join(out, 'serve.js');
+}
+const scripts = { before: await bundle('before', beforeRoot), after: await bundle('after', ROOT) };
+type Side = keyof typeof scripts;
+
+async function serve(side: Side): Promise<Proc> {
+  const port = await freePort();
+  const level: Record<string, string> = process.env.BENCH_LOG_LEVEL ? { ROWHOUSE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {};
+  const proc = await startProcess([scripts[side]], { ...env, PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...level }, port, '/healthz');
+  // startProcess keeps the last 20 KB of the output, copying it at each chunk: read and dropped instead.
+  proc.child.stdout?.removeAllListeners('data');
+  proc.child.stdout?.on('data', () => {});
+  return proc;
+}
+
+// ---- the data, loaded through the `before` side; then both sides on it ----
+
+let loader = await serve('before');
+await createBenchTable(loader.url);
+await loadThroughApi(loader.url, 'bench', N);
+await loader.stop();
+const servers: Record<Side, Proc> = { before: await serve('before'), after: await serve('after') };
+
+let k = 0;
+const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
+const auth = { 'x-api-key': BENCH_KEY };
+const workloads: Record<string, LoadRequest> = {
+  get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
+  first: { path: '/api/tables/bench/rows', headers: auth },
+  paid: {
+    path:
+      `/api/tables/bench/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
+      `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
+    headers: auth,
+  },
+  amount: { path: `/api/tables/bench/rows?sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`, headers: auth },
+};
+
+// Both sides answer the same bytes (the change must not move any).
+for (const name of ONLY) {
+  const request = workloads[name];
+  if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
+  const path1 = typeof request.path === 'function' ? request.path() : request.path;
+  // (nextUrl names each server's own address.)
+  const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
+  if (a !== b) throw new Error(`${name}: the two builds answer differently:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
+}
+
+type Measured = Load & { cpuUs: number };
+async function measured(side: Side, request: LoadRequest): Promise<Measured> {
+  const pid = servers[side].child.pid as number;
+  const before = cpuMs(pid).total;
+  const result = await load(servers[side].url, request, SECONDS);
+  return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / Math.max(1, result.rps * SECONDS) };
+}
+
+console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections\n`);
+console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
+for (const name of ONLY) {
+  const request = workloads[name];
+  await measured('before', request); // warm-up, both
+  await measured('after', request);
+  const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request));
+  const ratios = runs.after.map((m, i) => m.rps / runs.before[i].rps);
+  const med = (xs: Measured[], f: (m: Measured) => number) => median(xs.map(f));
+  const failures = [...runs.before, ...runs.after].reduce((n, m) => n + m.errors + m.non2xx, 0);
+  console.log(
+    `${name.padEnd(10)} ${med(runs.before, (m) => m.rps).toFixed(0).padStart(10)} ${med(runs.after, (m) => m.rps).toFixed(0).padStart(10)} ${median(ratios).toFixed(3).padStart(12)}   ` +
+      `${med(runs.before, (m) => m.cpuUs).toFixed(0)} : ${med(runs.after, (m) => m.cpuUs).toFixed(0)}   ` +
+      `(ratios ${ratios.map((r) => r.toFixed(2)).join(', ')}; CPU ${runs.before.map((m, i) => `${m.cpuUs.toFixed(0)}:${runs.after[i].cpuUs.toFixed(0)}`).join(', ')})` +
+      (failures > 0 ? `  ! ${failures} errors or non-2xx` : ''),
+  );
+}
+for (const s of Object.values(servers)) await s.stop();
+await postgres?.stop();
+fs.rmSync(dir, { recursive: true, force: true });
+fs.rmSync(work, { recursive: true, force: true });
