@@ -52,9 +52,10 @@ function writeEntriesNow(run: Run, { table, changes, memberId, occurredAt }: Pen
 /** `runNow` runs a statement at once on the main connection; `writeNow` runs work in the group commit (group-commit.ts). */
 export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNumbering {
   return {
-    // One transaction run at once (writeNow): the write, then its entry.
-    writeAlone: (_db, table, ctx, write, what, log) =>
+    // One savepoint of the group commit (writeNow): the answer kept (a record of its key fails it: nothing further runs), the write, its entry.
+    writeAlone: (_db, table, ctx, write, what, log, answer) =>
       writeNow((run) => {
+        if (answer && what.type === 'create') run(log.statement('kept answer', () => answer.sql(() => '?', '?')), [...answer.parameters, log.recordText(table, what.row)]);
         // The write returns its row's columns (a delete's: the id only): a row of the table.
         const written = run(write.sql, write.parameters) as RawRow[];
         if (written.length > 0) writeEntriesNow(run, { table, memberId: ctx.memberId, occurredAt: ctx.now, changes: written.map((row) => changeOf(what, row)) }, log);
