@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
 import { ServiceError, invalid } from '../domain/errors.ts';
@@ -146,7 +146,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (running.has(slot)) throw inFlight(key);
     const body = request.body;
     const streamed = body instanceof Readable;
-    const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: streamed ? '' : sha256().update(JSON.stringify(body ?? null)).digest('hex') };
+    const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: streamed ? '' : hash('sha256', JSON.stringify(body ?? null), 'hex') };
     if (answerOfCreate && options.keptByCreates && !streamed && noQuery(request)) {
       const scope = new AnswerKeptByWrite(store.keptWithWrite(described, answerOfCreate));
       running.add(slot);

@@ -164,10 +164,19 @@ export class IdempotencyStore {
 
   /** The record of a request's answer, kept now until the time to live has passed. */
   private record(request: IdempotentRequest, answer: KeptAnswer): IdempotencyRecord {
-    const now = new Date();
     const { keyId, key, method, path, bodyHash } = request;
-    return { keyId, key, method, path, bodyHash, ...answer, createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + this.ttlSeconds * 1000).toISOString() };
+    const { createdAt, expiresAt } = this.times();
+    return { keyId, key, method, path, bodyHash, ...answer, createdAt, expiresAt };
   }
+
+  /** The times of a record kept now, written once a millisecond (the requests of one millisecond share them). */
+  private times(): { createdAt: string; expiresAt: string } {
+    const now = Date.now();
+    if (now !== this.lastTimes.at) this.lastTimes = { at: now, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + this.ttlSeconds * 1000).toISOString() };
+    return this.lastTimes;
+  }
+
+  private lastTimes = { at: 0, createdAt: '', expiresAt: '' };
 
   /** Runs one of the statements, prepared (PostgreSQL: parsed and planned once per connection; every idempotent request runs the same few). */
   private async run<R>(db: MetaDb, query: CompiledQuery): Promise<R[]> {
