@@ -60,7 +60,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     installRateLimits(api, deps.rateLimit);
     installWriteQueryRule(api);
     installAccess(api, deps.rows.catalog, deps.rows.database.db);
-    installIdempotency(api, deps.rows.database, deps.idempotency);
+    installIdempotency(api, deps.rows.database, deps.idempotency, { keptByCreates: deps.changes !== undefined });
     // Unknown /api paths go through the key check too: 401 without a key, 404 with one. Fastify
     // scopes a not-found handler by route prefix, so it sits in a child under /api; that child
     // inherits the hooks above.

@@ -1,11 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
 import { ServiceError, invalid } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
 import { errorBody } from './error-body.ts';
 import { type IdempotencyStore, type IdempotentRequest, type KeptAnswer, inFlight } from '../store/idempotency-store.ts';
-import { HeldTransaction } from '../store/request-transaction.ts';
+import { AnswerKeptByWrite, HeldTransaction } from '../store/request-transaction.ts';
 
 /**
  * Idempotent retries (CONTRACT §12): a POST, PUT, PATCH or DELETE under /api with an
@@ -14,17 +14,32 @@ import { HeldTransaction } from '../store/request-transaction.ts';
  * 422, and a repeat while the first runs a 409. The answer is kept in the same transaction as the
  * writes it answers (store/request-transaction.ts): after a crash both exist or neither. A 5xx, or
  * a client gone before the answer, keeps nothing and writes nothing: the retry runs.
+ *
+ * A single-row create (a route marked keptByCreate), whose answer is its row's record and known
+ * before it writes, keeps it in its own write instead, as a plain create writes alone (AnswerKeptByWrite):
+ * no lookup first, no transaction of its own. Whenever that does not hold (the key has a record, the
+ * create is refused, or it is no plain create), nothing was written and the request runs again the
+ * general way. There a client gone after the write finds its answer kept: the retry is its replay.
  */
 
 declare module 'fastify' {
   interface FastifyRequest {
     idempotency: Idempotent | null;
   }
+  interface FastifyContextConfig {
+    /** A single-row create's answer, when it creates: this status and type, the row's record as the body (keptByCreate). */
+    answerOfCreate?: CreateAnswer;
+  }
 }
+
+/** What a create answers (its body: the created row's record). */
+type CreateAnswer = Omit<KeptAnswer, 'body'>;
 
 interface Idempotent {
   request: IdempotentRequest;
   held: HeldTransaction<KeptAnswer>;
+  /** While its answer is to be kept by its create's own write (and what that answer is); undefined once it runs in `held`. */
+  byCreate: { scope: AnswerKeptByWrite; answer: CreateAnswer } | undefined;
   /** The in-process slot it holds (API key and key). */
   slot: string;
   /** Whether the answer may be kept: not a 409 about the key itself. */
@@ -34,6 +49,15 @@ interface Idempotent {
   eager: boolean;
   /** A streamed body (an import's file): its hash once it has been read whole, else undefined. */
   streamedHash?: () => string | undefined;
+}
+
+/**
+ * A single-row create route's options (an access declaration): with an Idempotency-Key and no
+ * query parameters (`expand` makes another answer), its answer when it creates is the row's record
+ * with this status and type, kept by the create's own write.
+ */
+export function keptByCreate<T extends { config: object }>(options: T, answer: CreateAnswer): T {
+  return { ...options, config: { ...options.config, answerOfCreate: answer } };
 }
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -80,11 +104,19 @@ async function hashWhole(body: Readable): Promise<string> {
 const mismatch = (key: string, what: string) =>
   new ServiceError('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was used for another request (${what}): use a new key for a new request`);
 
+/** Whether a request has no query parameters. */
+function noQuery(request: FastifyRequest): boolean {
+  for (const _ in (request.query as object | null) ?? {}) return false;
+  return true;
+}
+
 /**
  * Installs the stage in the /api plugin, for its write routes (call before registering them, and
- * after the authorization stage, http/access.ts: it runs after it).
+ * after the authorization stage, http/access.ts: it runs after it). `keptByCreates`: whether
+ * creates keep their answers in their own writes (they do with the change log, whose one step
+ * holds them: ChangeLog.writeAlone).
  */
-export function installIdempotency(api: FastifyInstance, database: Database, store: IdempotencyStore): void {
+export function installIdempotency(api: FastifyInstance, database: Database, store: IdempotencyStore, options: { keptByCreates: boolean }): void {
   api.decorateRequest('idempotency', null);
   /** Keys of requests running on this instance (other instances: IdempotencyStore.claim). */
   const running = new Set<string>();
@@ -95,15 +127,45 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
    */
   let opened = 0;
 
-  const stage = async (request: FastifyRequest, reply: FastifyReply) => {
+  const heldFor = (described: IdempotentRequest) =>
+    new HeldTransaction<KeptAnswer>(database, {
+      begin: (tx) => store.claim(tx, described),
+      finish: (tx, answer) => store.keep(tx, described, answer),
+    });
+
+  /**
+   * The stage's first part, at once: the key checked and its slot taken. A create whose answer is
+   * its row's record is let run at once, its answer kept by its write with no lookup first (a
+   * record of the key fails it: runByCreate); else answers what `admit` is to look up.
+   */
+  const take = (request: FastifyRequest, answerOfCreate: CreateAnswer | undefined): { described: IdempotentRequest; slot: string } | undefined => {
     const key = headerKey(request.headers[IDEMPOTENCY_HEADER]);
-    if (key === undefined || !request.principal) return;
+    if (key === undefined || !request.principal) return undefined;
     const keyId = request.principal.keyId;
     const slot = `${keyId}\n${key}`;
     if (running.has(slot)) throw inFlight(key);
+    const body = request.body;
+    const streamed = body instanceof Readable;
+    const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: streamed ? '' : hash('sha256', JSON.stringify(body ?? null), 'hex') };
+    if (answerOfCreate && options.keptByCreates && !streamed && noQuery(request)) {
+      const scope = new AnswerKeptByWrite(store.keptWithWrite(described, answerOfCreate));
+      running.add(slot);
+      request.idempotency = { request: described, held: heldFor(described), byCreate: { scope, answer: answerOfCreate }, slot, keep: true, ended: false, eager: false };
+      return undefined;
+    }
     running.add(slot);
+    return { described, slot };
+  };
+
+  /**
+   * The key's kept answer answered again (or a 422 for another request), else the request is let
+   * run, its writes in a held transaction (request.idempotency). The slot, taken, is freed when it
+   * is not let run.
+   */
+  const admit = async (request: FastifyRequest, reply: FastifyReply, described: IdempotentRequest, slot: string) => {
+    request.idempotency = null;
     try {
-      await admit(request, reply, key, keyId, slot);
+      await lookUp(request, reply, described, slot);
     } catch (err) {
       running.delete(slot);
       throw err;
@@ -112,17 +174,11 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (!request.idempotency) running.delete(slot);
   };
 
-  const admit = async (request: FastifyRequest, reply: FastifyReply, key: string, keyId: string, slot: string) => {
-    let bodyHash: string | undefined;
+  const lookUp = async (request: FastifyRequest, reply: FastifyReply, described: IdempotentRequest, slot: string) => {
     let streamedHash: (() => string | undefined) | undefined;
     const body = request.body;
     const streamed = body instanceof Readable;
-    if (!streamed) bodyHash = sha256().update(JSON.stringify(body ?? null)).digest('hex');
-    const described: IdempotentRequest = { keyId, key, method: request.method, path: request.url, bodyHash: bodyHash ?? '' };
-    const held = new HeldTransaction<KeptAnswer>(database, {
-      begin: (tx) => store.claim(tx, described),
-      finish: (tx, answer) => store.keep(tx, described, answer),
-    });
+    const held = heldFor(described);
     // Several writers (PostgreSQL): the request's transaction begins here, the key locked and its
     // record read in its first statement; a record found ends it. Else the record is read outside.
     // (A streamed body may run long before its first write: its transaction begins with it.)
@@ -130,7 +186,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (eager) opened++;
     let kept: Awaited<ReturnType<IdempotencyStore['find']>>;
     try {
-      kept = eager ? await held.openWith((tx) => store.open(tx, described)) : await store.find(keyId, key);
+      kept = eager ? await held.openWith((tx) => store.open(tx, described)) : await store.find(described.keyId, described.key);
       if (kept && eager) await held.end(null);
     } catch (err) {
       if (eager) opened--;
@@ -139,8 +195,8 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (kept && eager) opened--;
     if (kept) {
       if (body instanceof Readable) described.bodyHash = await hashWhole(body);
-      if (kept.method !== described.method || kept.path !== described.path) throw mismatch(key, `${kept.method} ${kept.path}`);
-      if (kept.bodyHash !== described.bodyHash) throw mismatch(key, 'another body');
+      if (kept.method !== described.method || kept.path !== described.path) throw mismatch(described.key, `${kept.method} ${kept.path}`);
+      if (kept.bodyHash !== described.bodyHash) throw mismatch(described.key, 'another body');
       reply.code(kept.status).header('idempotent-replayed', 'true');
       if (kept.contentType) reply.header('content-type', kept.contentType);
       reply.send(kept.body ?? undefined);
@@ -151,19 +207,26 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       request.body = hashed.stream;
       streamedHash = hashed.hash;
     }
-    request.idempotency = { request: described, slot, keep: true, ended: false, streamedHash, held, eager };
+    request.idempotency = { request: described, slot, keep: true, ended: false, streamedHash, held, eager, byCreate: undefined };
   };
 
-  // A callback hook: a write without the header (most) costs no promise. A replay has answered: the chain stops.
-  const stageHook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    if (request.headers[IDEMPOTENCY_HEADER] === undefined) return done();
-    stage(request, reply).then(
-      () => {
-        if (!reply.sent) done();
-      },
-      (err: Error) => done(err),
-    );
-  };
+  /**
+   * A request whose create is to keep its answer: its handler runs in that scope. When it throws
+   * before the answer was kept, nothing of it was written (the key has a record, the create was
+   * refused, or it asked for another write): the request then runs again as any other, its key
+   * looked up (a replay, a 422) and its writes in a held transaction (a 4xx is kept there).
+   */
+  async function runByCreate(self: FastifyInstance, handler: RouteHandlerMethod, request: FastifyRequest, reply: FastifyReply, state: Idempotent, scope: AnswerKeptByWrite) {
+    try {
+      return await scope.scope(() => handler.call(self, request, reply));
+    } catch (err) {
+      if (scope.kept !== undefined || reply.sent) throw err;
+      await admit(request, reply, state.request, state.slot);
+      const again = request.idempotency;
+      if (!again) return reply;
+      return again.held.scope(() => handler.call(self, request, reply));
+    }
+  }
 
   /** Ends the request's held transaction: commits with `answer` (null: rolls back). */
   const end = async (request: FastifyRequest, answer: KeptAnswer | null): Promise<void> => {
@@ -171,6 +234,8 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (!state || state.ended) return;
     state.ended = true;
     try {
+      // Kept already, with its create.
+      if (state.byCreate?.scope.kept !== undefined) return;
       await state.held.end(answer);
     } finally {
       running.delete(state.slot);
@@ -182,10 +247,31 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     const methods = [route.method].flat();
     if (!methods.some((m) => WRITES.has(m))) return;
     const handler = route.handler as RouteHandlerMethod;
-    // The handler's writes go into the request's held transaction, when it has one.
+    const answerOfCreate = route.config?.answerOfCreate;
+    // The handler's writes go into the request's held transaction, when it has one (or its create keeps the answer).
     route.handler = function (this: FastifyInstance, request, reply) {
       const state = request.idempotency;
-      return state ? state.held.scope(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
+      if (!state) return handler.call(this, request, reply);
+      if (state.byCreate) return runByCreate(this, handler, request, reply, state, state.byCreate.scope);
+      return state.held.scope(() => handler.call(this, request, reply));
+    };
+    // A callback hook: a write without the header (most), or a create keeping its answer, costs no promise. A replay has answered: the chain stops.
+    const stageHook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+      if (request.headers[IDEMPOTENCY_HEADER] === undefined) return done();
+      let admitting: Promise<void>;
+      try {
+        const taken = take(request, answerOfCreate);
+        if (!taken) return done();
+        admitting = admit(request, reply, taken.described, taken.slot);
+      } catch (err) {
+        return done(err as Error);
+      }
+      admitting.then(
+        () => {
+          if (!reply.sent) done();
+        },
+        (err: Error) => done(err),
+      );
     };
     route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stageHook];
   });
@@ -200,6 +286,16 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
   api.addHook('onSend', (request, reply, payload, done) => {
     const state = request.idempotency;
     if (!state || state.ended) return done(null, payload);
+    const byCreate = state.byCreate;
+    if (byCreate && byCreate.scope.kept !== undefined) {
+      // Kept with its create, committed: the answer sent must be that one (a replay answers it).
+      state.ended = true;
+      running.delete(state.slot);
+      if (payload !== byCreate.scope.kept || reply.statusCode !== byCreate.answer.status || reply.getHeader('content-type') !== byCreate.answer.contentType) {
+        request.log.error({ status: reply.statusCode }, 'the answer to a create with an Idempotency-Key is not the one its write kept: a replay answers the kept one');
+      }
+      return done(null, payload);
+    }
     if (state.streamedHash) state.request.bodyHash = state.streamedHash() ?? '';
     const textual = payload === null || payload === undefined || typeof payload === 'string' || Buffer.isBuffer(payload);
     // Kept: every answer below 500 to a request read whole. A 5xx keeps nothing (and writes nothing): the retry runs.
@@ -224,8 +320,8 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     );
   });
 
-  // A request whose answer was never sent (its client gone): nothing of it is kept. A request
-  // without a key, or whose answer ended it (onSend), costs no promise.
+  // A request whose answer was never sent (its client gone): nothing of it is kept (but what its
+  // create kept with it). A request without a key, or whose answer ended it (onSend), costs no promise.
   const abandon = (request: FastifyRequest, _reply: unknown, done: () => void) => {
     if (!request.idempotency || request.idempotency.ended) return done();
     end(request, null).then(() => done(), () => done());

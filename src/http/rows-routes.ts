@@ -9,6 +9,8 @@ import type { TableCatalog } from '../store/table-catalog.ts';
 import { needs, rowNeeds, upserts } from './access.ts';
 import { writeContext } from './auth.ts';
 import { expanding } from './write-query.ts';
+import { keptByCreate } from './idempotency.ts';
+import { JSON_TYPE } from '../render/row-json.ts';
 import { planRowCreate, planRowDelete, planRowRead, planRowUpdate } from '../plan/row-plans.ts';
 import { createRow, deleteRow, readPage, readRow, updateRow, withTable } from '../store/execute.ts';
 import { sendPage, sendRecord } from '../render/row-responses.ts';
@@ -68,7 +70,8 @@ export function rowsRoutes(app: FastifyInstance, deps: RowsDeps): void {
 
   // An upsert may update the row: it needs rows:update too.
   const create = needs.rule((request) => rowNeeds(request, 'rows:create', ...(upserts(request.body) ? (['rows:update'] as const) : [])));
-  app.post<TableParams>(base, expanding(create), async (request, reply) => {
+  // With an Idempotency-Key, a create keeps its answer (its row's record, 201) in its own write.
+  app.post<TableParams>(base, keptByCreate(expanding(create), { status: 201, contentType: JSON_TYPE }), async (request, reply) => {
     const ctx = writeContext(request);
     const { plan, result, expanded } = await withTable(deps, request.params.table, async (table) => {
       const expand = expandOf(request.query, table);

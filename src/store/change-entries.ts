@@ -22,6 +22,20 @@ export interface RowChange {
  */
 export type LoneWrite = { type: 'create'; row: RawRow } | { type: 'delete' } | { type: 'update' | 'upsert'; changedFields: string[] };
 
+/**
+ * A request's answer kept by its single-row create in the same atomic step (an Idempotency-Key's,
+ * CONTRACT §12; http/idempotency.ts): the insert of its record, whose body is the created row's
+ * record (as the entry keeps it, and as the answer is rendered). A plain insert: a record of the
+ * key, even an expired one, fails it, and with it the create (nothing of either is written).
+ */
+export interface AnswerWithWrite {
+  /** The insert's SQL: `place(i)` binds `parameters[i]`, `record` is where the row's record is bound. */
+  sql(place: (i: number) => string, record: string): string;
+  readonly parameters: readonly unknown[];
+  /** The create and its answer have committed: the body kept (the row's record). */
+  written(body: string): void;
+}
+
 /** The change a write made to `row` (as RETURNING gave it: a delete's and a create's hold the id only). */
 export function changeOf(what: LoneWrite, row: RawRow): RowChange {
   const rowId = row.id;

@@ -6,8 +6,8 @@ import type { Meta, MetaDb } from './meta-schema.ts';
 import type { TableDef } from '../domain/table.ts';
 import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow } from '../domain/row.ts';
-import type { EntryMaker, LoneWrite, PendingEntries, RowChange } from './change-entries.ts';
-import { savepointParticipant } from './transaction-hooks.ts';
+import type { AnswerWithWrite, EntryMaker, LoneWrite, PendingEntries, RowChange } from './change-entries.ts';
+import { heldScope, savepointParticipant } from './transaction-hooks.ts';
 
 /**
  * The change log (issue "Change events", item 1): one entry per committed row create, update and
@@ -90,12 +90,20 @@ export class ChangeLog implements EntryMaker {
    * A single-row write outside any transaction (`write` returns the row's columns) made together
    * with its entry, atomically, with no transaction of its own: on PostgreSQL one statement, on
    * SQLite one transaction run at once (ChangeNumbering.writeAlone). Answers the rows written (none:
-   * nothing matched, no entry).
+   * nothing matched, no entry). With `answer`, a create keeps its request's answer in the same step
+   * (AnswerWithWrite), told once both have committed.
    */
-  async writeAlone(db: Db, table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite): Promise<RawRow[]> {
+  async writeAlone(db: Db, table: TableDef, ctx: { memberId: string; now: string }, write: CompiledQuery, what: LoneWrite, answer?: AnswerWithWrite): Promise<RawRow[]> {
     if (db.isTransaction) throw new Error('ChangeLog.writeAlone: a write outside any transaction');
-    const { rows } = await this.numbering.writeAlone(db, table, ctx, write, what, this);
-    if (rows.length > 0) this.committed.emit('table', table.id);
+    if (answer && what.type !== 'create') throw new Error("ChangeLog.writeAlone: an answer kept with a create's write only");
+    const { rows } = await this.numbering.writeAlone(db, table, ctx, write, what, this, answer);
+    if (!answer) {
+      if (rows.length > 0) this.committed.emit('table', table.id);
+      return rows;
+    }
+    if (what.type === 'create') answer.written(this.recordText(table, what.row));
+    // Outside the request's scope: what the commit wakes (a worker that writes) is no part of it.
+    if (rows.length > 0) heldScope.run(undefined, () => this.committed.emit('table', table.id));
     return rows;
   }
 
@@ -212,12 +220,20 @@ export class ChangeLog implements EntryMaker {
 
   /** An entry's type, row id, row (its JSON text) and changed fields (theirs), as the statements bind them. */
   entryFields(table: TableDef, c: RowChange): unknown[] {
-    return [c.type, c.rowId, c.row === null ? null : this.render(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields)];
+    return [c.type, c.rowId, c.row === null ? null : this.recordText(table, c.row), c.changedFields === null ? null : JSON.stringify(c.changedFields)];
   }
+
+  /** Records rendered, by row: a create keeping its answer asks for its record more than once (its entry's, its answer's). */
+  private readonly rendered = new WeakMap<RawRow, string>();
 
   /** A row's record as an entry keeps it. */
   recordText(table: TableDef, row: RawRow): string {
-    return this.render(table, row);
+    let text = this.rendered.get(row);
+    if (text === undefined) {
+      text = this.render(table, row);
+      this.rendered.set(row, text);
+    }
+    return text;
   }
 
   /** A statement of a table version's by key, made once (at most 200 kept per version: updates differ by the fields they set). */

@@ -7,7 +7,7 @@ import type { CompiledQuery, Kysely, QueryExecutorProvider, RawBuilder, SqlBool,
 import type { ColumnKind, ValueCodec } from '../domain/value-codec.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { TableDef } from '../domain/table.ts';
-import type { EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
+import type { AnswerWithWrite, EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
 import type { PlannerStatistics } from './statistics.ts';
 import type { AggregateSql } from './aggregate-dialect.ts';
 import type { LinkSql } from './link-dialect.ts';
@@ -120,9 +120,10 @@ export interface ChangeNumbering {
    * A single-row write outside any transaction (`write` returns the row's columns) made together
    * with its entry, atomically, with no transaction of its own. Answers the rows written (none:
    * nothing matched, no entry). (As a query's result: PostgreSQL's is the statement's own, with no
-   * promise of its own on the way.)
+   * promise of its own on the way.) With `answer` (a create's), the request's answer is kept in the
+   * same step, its body the row's record as the entry keeps it (`log.recordText`).
    */
-  writeAlone(db: Db, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite, log: EntryMaker): Promise<{ rows: RawRow[] }>;
+  writeAlone(db: Db, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite, log: EntryMaker, answer?: AnswerWithWrite): Promise<{ rows: RawRow[] }>;
   /** Writes a table's pending entries in the transaction `tx`, numbered, a statement per PER_STATEMENT of them. */
   writeEntries(tx: Db, pending: PendingEntries, log: EntryMaker): Promise<void>;
   /**

@@ -9,7 +9,7 @@ import type { WriteContext } from './resources/resource-spec.ts';
 import type { BatchResult, RowWriter } from './row-writes.ts';
 import type { Page, RowStore } from './rows.ts';
 import { classifyDatabaseError } from './database-errors.ts';
-import { inHeldScope } from './transaction-hooks.ts';
+import { writesAlone } from './transaction-hooks.ts';
 import type { TableCatalog } from './table-catalog.ts';
 
 /**
@@ -69,10 +69,11 @@ export async function tableOr404(deps: ExecuteDeps, ref: string): Promise<TableD
 
 /**
  * A single-row write: in a transaction of its own where its plan says so, else as one statement;
- * always in a transaction within a request's held one (an Idempotency-Key's answer commits with it).
+ * in a transaction within a request's held one (an Idempotency-Key's answer commits with it), but
+ * for a create that keeps the request's answer itself, in its one statement (writesAlone).
  */
 function singleWrite<T>(deps: ExecuteDeps, txMode: TxMode, work: (db: Db) => Promise<T>): Promise<T> {
-  return txMode === 'statement' && !inHeldScope() ? work(deps.database.db) : inTransaction(deps.database, work);
+  return txMode === 'statement' && writesAlone() ? work(deps.database.db) : inTransaction(deps.database, work);
 }
 
 const rowNotFound = (id: string, tableRef: string) => notFound(`row ${id} not found in table ${tableRef}`);

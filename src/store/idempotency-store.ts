@@ -1,5 +1,6 @@
 import { type CompiledQuery, sql } from 'kysely';
 import { ServiceError } from '../domain/errors.ts';
+import type { AnswerWithWrite } from './change-entries.ts';
 import type { Database } from './database.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
 
@@ -44,6 +45,19 @@ function compiledOnce<K extends string>(compile: (value: (name: K) => string) =>
     const { query, names } = made;
     return { ...query, parameters: names.map((n) => values[n]) };
   };
+}
+
+/** A kept record's columns but its body, in the order keptInsert binds them. */
+const KEPT_WITH_WRITE = ['keyId', 'key', 'method', 'path', 'bodyHash', 'status', 'contentType', 'createdAt', 'expiresAt'] as const satisfies readonly (keyof IdempotencyRecord)[];
+
+/**
+ * A kept record's plain insert, the same text for both databases (their bound values placed by
+ * `place`), its body the created row's record (bound at `record`). The table's name is written
+ * unquoted: SQLite's main connection takes a statement naming a quoted metadata table for one that
+ * may change the metadata (sqlite/open-sqlite.ts), which this one does not.
+ */
+function keptInsert(place: (i: number) => string, record: string): string {
+  return `insert into rh_idempotency (${KEPT_WITH_WRITE.map((c) => `"${c}"`).join(', ')}, "body") values (${KEPT_WITH_WRITE.map((_, i) => place(i)).join(', ')}, ${record})`;
 }
 
 /** The records of requests with an Idempotency-Key: found, claimed, kept with the writes they answer, swept once expired. */
@@ -134,10 +148,35 @@ export class IdempotencyStore {
    * gives way). An unexpired one kept meanwhile by another instance is a 409, rolling the writes back.
    */
   async keep(meta: MetaDb, request: IdempotentRequest, answer: KeptAnswer): Promise<void> {
-    const now = new Date();
-    const kept = await this.run(meta, this.statements.keep({ ...request, ...answer, createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + this.ttlSeconds * 1000).toISOString() }));
+    const kept = await this.run(meta, this.statements.keep(this.record(request, answer)));
     if (kept.length === 0) throw inFlight(request.key);
   }
+
+  /**
+   * The answer to `request` as a single-row create keeps it in its own statement (AnswerWithWrite,
+   * request-transaction.ts AnswerKeptByWrite): this status and content type, the row's record as
+   * its body. A plain insert: a record of the key, even an expired one, fails it and the create.
+   */
+  keptWithWrite(request: IdempotentRequest, answer: Omit<KeptAnswer, 'body'>): Omit<AnswerWithWrite, 'written'> {
+    const record = this.record(request, { ...answer, body: null });
+    return { sql: keptInsert, parameters: KEPT_WITH_WRITE.map((column) => record[column]) };
+  }
+
+  /** The record of a request's answer, kept now until the time to live has passed. */
+  private record(request: IdempotentRequest, answer: KeptAnswer): IdempotencyRecord {
+    const { keyId, key, method, path, bodyHash } = request;
+    const { createdAt, expiresAt } = this.times();
+    return { keyId, key, method, path, bodyHash, ...answer, createdAt, expiresAt };
+  }
+
+  /** The times of a record kept now, written once a millisecond (the requests of one millisecond share them). */
+  private times(): { createdAt: string; expiresAt: string } {
+    const now = Date.now();
+    if (now !== this.lastTimes.at) this.lastTimes = { at: now, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + this.ttlSeconds * 1000).toISOString() };
+    return this.lastTimes;
+  }
+
+  private lastTimes = { at: 0, createdAt: '', expiresAt: '' };
 
   /** Runs one of the statements, prepared (PostgreSQL: parsed and planned once per connection; every idempotent request runs the same few). */
   private async run<R>(db: MetaDb, query: CompiledQuery): Promise<R[]> {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type Database, type Db, retryable, runBeforeCommit } from './database.ts';
-import { type HeldScope, type TransactionHooks, attachHooks, heldScope, newHooks } from './transaction-hooks.ts';
+import type { AnswerWithWrite } from './change-entries.ts';
+import { type HeldScope, NotKeptByWrite, type TransactionHooks, attachHooks, heldScope, newHooks } from './transaction-hooks.ts';
 
 /**
  * A request's held transaction: the writes of a request that must commit together with something
@@ -204,5 +205,39 @@ export class HeldTransaction<A> implements HeldScope {
         if (!(await retryable(this.database, err, attempt))) throw err;
       }
     }
+  }
+}
+
+/**
+ * The scope of a request whose answer is known before its one write (a single-row create: its
+ * row's record), so that write keeps it in the same atomic step, outside any transaction
+ * (AnswerWithWrite: on PostgreSQL in its one statement, on SQLite in its savepoint of the group
+ * commit), with no lookup of the key first: a record of the key fails the create, and nothing is
+ * written. Any other write in the scope is refused (NotKeptByWrite), before it writes. Either way
+ * the request then runs again as any other, in a HeldTransaction (http/idempotency.ts).
+ */
+export class AnswerKeptByWrite implements HeldScope {
+  readonly open = true;
+  readonly answer: AnswerWithWrite;
+  /** The body kept with the create, once both have committed. */
+  kept: string | undefined;
+
+  constructor(insert: Omit<AnswerWithWrite, 'written'>) {
+    this.answer = {
+      sql: insert.sql,
+      parameters: insert.parameters,
+      written: (body) => {
+        this.kept = body;
+      },
+    };
+  }
+
+  run<T>(): Promise<T> {
+    return Promise.reject(new NotKeptByWrite('a write in a transaction'));
+  }
+
+  /** Runs the request's handler in this scope. */
+  scope<T>(handler: () => T): T {
+    return heldScope.run(this, handler);
   }
 }

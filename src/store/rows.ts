@@ -20,10 +20,10 @@ import { TableMemo } from '../domain/compiled-table.ts';
 import type { RawRow, RowRecord } from '../domain/row.ts';
 import { rowRecord } from '../domain/row-record.ts';
 import type { ChangeLog } from './change-log.ts';
-import { type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
+import { type AnswerWithWrite, type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
 import type { LinkFollow, LinkWrites, WrittenRow } from './links/link-writes.ts';
 import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
-import { inHeldScope } from './transaction-hooks.ts';
+import { NotKeptByWrite, inHeldScope, keptAnswer } from './transaction-hooks.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -67,10 +67,15 @@ export class RowStore {
 
   /**
    * Runs a single-row write (`query` returns the row's columns) and logs what it did: in a
-   * transaction, for its commit; alone, with its entry in the same atomic step (ChangeLog.writeAlone).
+   * transaction, for its commit; alone, with its entry in the same atomic step (ChangeLog.writeAlone),
+   * and with `answer`, a create's, the request's answer too.
    */
-  private async writeOne(db: Db, table: TableDef, ctx: WriteContext, query: CompiledQuery, what: LoneWrite): Promise<RawRow[]> {
-    if (this.changes && !db.isTransaction) return this.changes.writeAlone(db, table, ctx, query, what);
+  private async writeOne(db: Db, table: TableDef, ctx: WriteContext, query: CompiledQuery, what: LoneWrite, answer?: AnswerWithWrite): Promise<RawRow[]> {
+    if (!db.isTransaction) {
+      // In a request whose answer its create keeps (an Idempotency-Key's): that create alone is written, with it.
+      if (keptAnswer() !== answer || (answer && !this.changes)) throw new NotKeptByWrite(`a single-row ${what.type}`);
+      if (this.changes) return this.changes.writeAlone(db, table, ctx, query, what, answer);
+    }
     // A request's held transaction (an Idempotency-Key): the write and its entry in one statement where the database can.
     const withEntry = this.changes && inHeldScope() ? await this.changes.writeWithEntryIn(db, table, ctx, query, what) : undefined;
     if (withEntry) return withEntry;
@@ -218,7 +223,7 @@ export class RowStore {
     await this.attachFiles(db, table, id, values, ctx.now);
     try {
       const { query, what } = this.insertOne(db, table, id, values, ctx, false);
-      await this.writeOne(db, table, ctx, query, what);
+      await this.writeOne(db, table, ctx, query, what, db.isTransaction ? undefined : keptAnswer());
       this.wrote(db, table, 1);
       await this.linked(db, table, [{ id, values, created: true }], ctx);
       return what.row;

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { AnswerWithWrite } from './change-entries.ts';
 import type { Db } from './dialect.ts';
 
 /**
@@ -46,6 +47,22 @@ export interface HeldScope {
   run<T>(work: (tx: Db) => Promise<T>): Promise<T>;
   /** Whether writes still join it (false once it has ended). */
   readonly open: boolean;
+  /**
+   * A request's answer that its one single-row create keeps in the same atomic step, outside any
+   * transaction (request-transaction.ts AnswerKeptByWrite): then no other write may run in the
+   * scope (`run` refuses it, NotKeptByWrite).
+   */
+  readonly answer?: AnswerWithWrite;
+}
+
+/**
+ * Refused in a request's scope whose answer its create is to keep (AnswerKeptByWrite): any other
+ * write, before anything is written. The request then runs again in a held transaction.
+ */
+export class NotKeptByWrite extends Error {
+  constructor(what: string) {
+    super(`${what}: not a create that keeps its answer, in a request whose answer its create keeps (it runs again in a transaction of its own)`);
+  }
 }
 
 /**
@@ -57,4 +74,19 @@ export const heldScope = new AsyncLocalStorage<HeldScope | undefined>();
 /** Whether the running code's writes go into a request's held transaction: single-row writes then take a transaction too. */
 export function inHeldScope(): boolean {
   return heldScope.getStore()?.open === true;
+}
+
+/**
+ * Whether a single-row write that is one statement runs alone, without a transaction: outside a
+ * request's held transaction, or in a request whose answer its create keeps (`keptAnswer`).
+ */
+export function writesAlone(): boolean {
+  const held = heldScope.getStore();
+  return held?.open !== true || held.answer !== undefined;
+}
+
+/** The request's answer its single-row create is to keep with it (HeldScope.answer), if the running code is such a request's. */
+export function keptAnswer(): AnswerWithWrite | undefined {
+  const held = heldScope.getStore();
+  return held?.open === true ? held.answer : undefined;
 }

@@ -4,7 +4,7 @@ import { newRowSystemJson } from '../../domain/record-system-json.ts';
 import type { TableDef } from '../../domain/table.ts';
 import { TableMemo } from '../../domain/compiled-table.ts';
 import type { RawRow } from '../../domain/row.ts';
-import { ENTRY_COLUMNS, type EntryMaker, type LoneWrite, PER_STATEMENT } from '../change-entries.ts';
+import { type AnswerWithWrite, ENTRY_COLUMNS, type EntryMaker, type LoneWrite, PER_STATEMENT } from '../change-entries.ts';
 import type { ChangeNumbering, EntryContext } from '../dialect.ts';
 import { recordJsonSql } from '../record-json-sql.ts';
 import { guardCte, readableThrough, tableBits } from './change-guards.ts';
@@ -68,16 +68,19 @@ function updatedWithEntries(table: TableDef, update: string, params: number): st
  * number is taken only when the write returned its row, after the guard is held (the number's CTE
  * reads the guard's). Binds after the write's own: table id, the table's bits, occurredAt, member
  * id, and for an update or upsert the changed fields, for a create its record (rendered as the
- * answer is: the database need not render it, nor return the row).
+ * answer is: the database need not render it, nor return the row). With `answer` (a create's), the
+ * request's answer is inserted by the same statement, its body that record, its own values bound
+ * last: a record of its key fails the insert, and the whole statement with it.
  */
-function withEntry(write: string, params: number, what: LoneWrite, table: TableDef): string {
+function withEntry(write: string, params: number, what: LoneWrite, table: TableDef, answer?: AnswerWithWrite): string {
   const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
   const inserted = 'w."inserted"';
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
   const row = what.type === 'delete' ? 'null' : what.type === 'create' ? `${fields}::text` : recordJsonSql(table, 'w', postgresDialect);
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
-  return `with w as (${write}),
+  const kept = answer && what.type === 'create' ? `k as (${answer.sql((i) => `$${params + 6 + i}`, fields)}),\n    ` : '';
+  return `with ${kept}w as (${write}),
     ${guardCte(table.id, bits)},
     n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
     e as (${entries} select ${id}::text, n.number, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, n)
@@ -87,15 +90,16 @@ function withEntry(write: string, params: number, what: LoneWrite, table: TableD
 /** Each table version's single-row statements with their entries (withEntry), by the kind of write and the write's own text. */
 const lonely = new TableMemo('single-row writes with their change entries, by kind and statement', () => new Map<string, Map<string, string>>());
 
-/** `write` wrapped to write its entry too (withEntry), the statement's text made once per table version and prepared. */
-function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite): CompiledQuery {
+/** `write` wrapped to write its entry too (withEntry), and `answer`, the statement's text made once per table version and prepared. */
+function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table: TableDef, ctx: EntryContext, write: CompiledQuery, what: LoneWrite, answer?: AnswerWithWrite): CompiledQuery {
   // Found by the write's text as it is (a string made once: its hash is kept), not by a key joined anew for every write.
   const byKind = table.compiled.memo(lonely);
-  let texts = byKind.get(what.type);
-  if (!texts) byKind.set(what.type, (texts = new Map()));
+  const kind = answer ? `${what.type}:answer` : what.type;
+  let texts = byKind.get(kind);
+  if (!texts) byKind.set(kind, (texts = new Map()));
   let text = texts.get(write.sql);
   if (text === undefined) {
-    text = withEntry(write.sql, write.parameters.length, what, table);
+    text = withEntry(write.sql, write.parameters.length, what, table, answer);
     prepare(text);
     // Updates differ by the fields they set: at most 200 kept per kind and version.
     if (texts.size >= 200) texts.clear();
@@ -104,7 +108,7 @@ function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table:
   const params = [...write.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId];
   // Bound only where the statement names them (PostgreSQL refuses a parameter it does not use).
   if (what.type === 'update' || what.type === 'upsert') params.push(JSON.stringify(what.changedFields));
-  else if (what.type === 'create') params.push(log.recordText(table, what.row));
+  else if (what.type === 'create') params.push(log.recordText(table, what.row), ...(answer?.parameters ?? []));
   return CompiledQuery.raw(text, params);
 }
 
@@ -112,7 +116,7 @@ function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table:
 export function postgresChangeNumbering(prepare: (text: string) => void): ChangeNumbering {
   return {
     // One statement: the write and its entry (withEntry).
-    writeAlone: (db, table, ctx, write, what, log) => db.executeQuery<RawRow>(writeWithEntry(log, prepare, table, ctx, write, what)),
+    writeAlone: (db, table, ctx, write, what, log, answer) => db.executeQuery<RawRow>(writeWithEntry(log, prepare, table, ctx, write, what, answer)),
     async writeEntries(tx, { table, changes, memberId, occurredAt }, log) {
       for (let i = 0; i < changes.length; i += PER_STATEMENT) {
         const entries = changes.slice(i, i + PER_STATEMENT);

@@ -101,14 +101,19 @@ function noteInGroup(group: WriteGroup, table: TableDef, noted: Noted[], log: En
 /** `runNow` runs a statement at once on the main connection; `writeNow` runs work in the group commit (group-commit.ts). */
 export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNumbering {
   return {
-    // In the group commit (writeNow): the write, one statement, at once; its entry with those of its group, before the group commits.
-    writeAlone: (_db, table, ctx, write, what, log) =>
-      writeNow((run, group) => {
+    // In the group commit (writeNow): the answer kept, if any (a record of its key fails it: nothing
+    // further runs), then the write, at once; its entry with those of its group, before the group
+    // commits. A write alone is one statement and needs no savepoint; with its kept answer, two.
+    writeAlone: (_db, table, ctx, write, what, log, answer) => {
+      const kept = what.type === 'create' && answer ? { answer, record: log.recordText(table, what.row) } : undefined;
+      return writeNow((run, group) => {
+        if (kept) run(log.statement('kept answer', () => kept.answer.sql(() => '?', '?')), [...kept.answer.parameters, kept.record]);
         // The write returns its row's columns (a delete's: the id only): a row of the table.
         const written = run(write.sql, write.parameters) as RawRow[];
         if (written.length > 0) noteInGroup(group, table, written.map((row) => ({ change: changeOf(what, row), occurredAt: ctx.now, memberId: ctx.memberId })), log);
         return { rows: written };
-      }, true),
+      }, !kept);
+    },
     writeEntries: async (_tx, pending, log) => writeEntriesNow(runNow, pending, log),
     /**
      * Create entries for the rows just inserted into the table, found by their rowids (`first` to
