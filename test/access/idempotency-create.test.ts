@@ -3,6 +3,7 @@ import { after, before, it } from 'node:test';
 import { dataChecksum } from '../support/data-checksum.ts';
 import { type RequestOptions, type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
 import type { IdempotencyStore } from '../../src/store/idempotency-store.ts';
+import { EVERY_TYPE_FIELDS } from '../support/every-type.ts';
 
 /**
  * Idempotency-Key on a single-row create (CONTRACT §12), whose answer (its row's record, 201) is
@@ -14,18 +15,6 @@ import type { IdempotencyStore } from '../../src/store/idempotency-store.ts';
 
 const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
 
-const FIELDS = [
-  { code: 'title', type: 'text', required: true },
-  { code: 'amount', type: 'number' },
-  { code: 'done', type: 'boolean' },
-  { code: 'at', type: 'dateTime' },
-  { code: 'day', type: 'date' },
-  { code: 'clock', type: 'time' },
-  { code: 'month', type: 'yearMonth' },
-  { code: 'color', type: 'select', options: { choices: ['red', 'green', 'blue'] } },
-  { code: 'meta', type: 'record' },
-  { code: 'tags', type: 'list' },
-];
 const VALUES = {
   title: 'All types ✓ "quoted" \\ back',
   amount: -12.5,
@@ -67,7 +56,7 @@ eachDatabase('Idempotency-Key: a create keeps its answer with its write', (kind)
   before(async () => {
     t = await startApp(kind, {}, { onQuery: (sql) => statements?.push(sql) });
     calls = countCalls(t.app.idempotency);
-    const made = await t.post('/api/tables', { code: 'typed', name: 'Typed', fields: FIELDS });
+    const made = await t.post('/api/tables', { code: 'typed', name: 'Typed', fields: EVERY_TYPE_FIELDS });
     assert.equal(made.status, 201, made.text);
     const files = await t.post('/api/tables', { code: 'papers', name: 'Papers', fields: [{ code: 'title', type: 'text' }, { code: 'doc', type: 'file' }] });
     assert.equal(files.status, 201, files.text);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, it } from 'node:test';
 import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { EVERY_TYPE_FIELDS } from '../support/every-type.ts';
 
 /**
  * Single-row routes of the row API (seed spec "Row record", "Value formats", "Create", "Update";
@@ -11,19 +12,7 @@ import { type Reply, type TestApp, eachDatabase, expectError, startApp } from '.
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-const FIELDS = [
-  { code: 'title', type: 'text', required: true },
-  { code: 'amount', type: 'number' },
-  { code: 'done', type: 'boolean' },
-  { code: 'at', type: 'dateTime' },
-  { code: 'day', type: 'date' },
-  { code: 'clock', type: 'time' },
-  { code: 'month', type: 'yearMonth' },
-  { code: 'color', type: 'select', options: { choices: ['red', 'green', 'blue'] } },
-  { code: 'meta', type: 'record' },
-  { code: 'tags', type: 'list' },
-  { code: 'attachment', type: 'file' },
-];
+const FIELDS = [...EVERY_TYPE_FIELDS, { code: 'attachment', type: 'file' }];
 const CODES = FIELDS.map((f) => f.code);
 
 /** Every field of the table null except the given ones. */
