@@ -92,14 +92,15 @@ console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((x) => x
 for (const streams of STREAMS) for (const rate of RATES) outcomes.push(await measure(streams, rate, SECONDS));
 if (outcomes.length > 1) {
   console.log(`\n${process.env.BENCH_DATABASE === 'postgres' ? 'PostgreSQL' : 'SQLite'}, ${SECONDS} s each: CPU in % of one core over the writes; µs/event is the service's CPU beyond what the writes cost alone (per write, in the 0-stream run at that rate) per event delivered`);
-  console.log('streams  asked/s  answered/s  p50 ms  p99 ms  service%  µs/event  clients%  writer%  RssAnon MiB by third');
+  console.log('ms/write is all the service\'s CPU per write answered (its streams included); µs/ev all is all of it per event delivered');
+  console.log('streams  asked/s  answered/s  p50 ms  p99 ms  service%  ms/write  µs/ev all  µs/event  clients%  writer%  RssAnon MiB by third');
   for (const o of outcomes) {
     const alone = outcomes.find((b) => b.streams === 0 && b.rate === o.rate);
     // ms of CPU a second beyond what the writes answered cost alone (at that run's CPU per write), over events a second, in µs.
     const beyond = alone ? o.serviceCpuMs - (alone.serviceCpuMs / alone.answeredPerSecond) * o.answeredPerSecond : NaN;
     const perEvent = o.streams > 0 && o.eventsPerSecond > 0 ? (beyond / o.eventsPerSecond) * 1000 : NaN;
     console.log(
-      [String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
+      [String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (o.serviceCpuMs / o.answeredPerSecond).toFixed(2).padStart(9), (o.eventsPerSecond > 0 ? ((o.serviceCpuMs / o.eventsPerSecond) * 1000).toFixed(2) : '-').padStart(10), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
     );
   }
 }

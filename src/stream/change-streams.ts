@@ -19,14 +19,14 @@ import type { Meta } from '../store/meta-schema.ts';
  * - each table with streams has one reader (`follow`) at a position, its `tail`: woken, it reads
  *   the entries after the tail (a batch at a time) and hands each batch to every stream of the
  *   table standing at the tail (`live`). A thousand live streams woken by a commit cost one read,
- *   and each batch's event text is made once, as buffers every unfiltered stream writes as they
- *   are; streams with the same filter share the changes it keeps. It reads at most every ROUND_MS
+ *   and each batch's event text is made once, as one buffer every unfiltered stream writes as it
+ *   is (one socket write per stream per read); streams with the same filter share the text it keeps. It reads at most every ROUND_MS
  *   (unless behind; more with many streams, ROUND_SHARE): a table written a thousand times a
  *   second is read at most a hundred times, each read taking what committed since the last, and
  *   each stream is written once per read;
  * - the reader keeps its last reads (RECENT_BYTES of event text; what it read from the log, as it
  *   read it): a stream a little behind the tail (one whose client held it back a moment, one
- *   resuming from a recent id) catches up from them, sent the same chunks the live streams were,
+ *   resuming from a recent id) catches up from them, sent the same buffers the live streams were,
  *   with no read of the log and no event text made for it alone;
  * - a stream further behind catches up on its own, reading the log from its position (reads of
  *   streams at one position shared) up to where the reader's recent reads begin, then from them,
@@ -48,8 +48,6 @@ import type { Meta } from '../store/meta-schema.ts';
 
 /** Changes read at a time. */
 const BATCH = 100;
-/** The most bytes of events written to a stream at once (more when one change is larger). */
-const CHUNK_BYTES = 16 * 1024;
 /**
  * The shortest time between two reads of a table's reader (unless it is behind): under a steady
  * stream of writes each read takes what committed in that time, and each live stream is written
@@ -102,14 +100,15 @@ interface Entry {
 }
 
 /**
- * Consecutive entries as one write: those numbered after `after` through `last`, and the text of
- * those a stream's filter keeps (`data`; null when it keeps none of them).
+ * A read's event text as one write: the text of its entries a stream's filter keeps (`data`; null
+ * when it keeps none), and where each entry's text begins in it (`starts`, by entry; a stream that
+ * stands inside the read is sent the rest, a view of the same buffer).
  */
-interface Chunk {
+interface Text {
   after: number;
   last: number;
   entries: Entry[];
-  kept: boolean[] | null;
+  starts: number[];
   data: Buffer | null;
 }
 
@@ -120,10 +119,10 @@ interface Read {
   through: number;
   /** The bytes of its entries' event text. */
   bytes: number;
-  /** Its chunks for the streams without a filter, made once however many send them. */
-  plain?: Chunk[];
+  /** Its text for the streams without a filter, made once however many send it. */
+  plain?: Text;
   /** …and by the filter that keeps them. */
-  filtered: Map<string, Promise<Chunk[]>>;
+  filtered: Map<string, Promise<Text>>;
 }
 
 /**
@@ -374,51 +373,51 @@ export class ChangeStreams {
     }
   }
 
-  /** Hands a batch the reader read to each live stream: the same chunks to every stream with the same filter. */
+  /** Hands a batch the reader read to each live stream: one write of the same buffer to every stream with the same filter. */
   private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
     const started = performance.now();
     for (const s of [...table.live]) {
       // The unfiltered streams are sent theirs at once.
-      if (s.filterKey === '') this.sendLive(table, s, plainChunks(read));
+      if (s.filterKey === '') this.sendLive(table, s, plainText(read));
       else {
         filtered.push(
-          this.chunksFor(read, s).then((chunks) => {
-            if (s.mode === 'live' && !s.closed) this.sendLive(table, s, chunks);
+          this.textFor(read, s).then((text) => {
+            if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
           }),
         );
       }
     }
     table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * (performance.now() - started);
     await Promise.all(filtered);
-    // What the filtered live streams were sent is not kept with the recent reads (chunksFor).
+    // What the filtered live streams were sent is not kept with the recent reads (textFor).
     read.filtered.clear();
   }
 
   /**
-   * A read's chunks as the stream's filter keeps them: made once per filter, but for a recent read
-   * (`memo` false), whose chunks are made again for each filtered stream catching up from it, so
+   * A read's text as the stream's filter keeps it: made once per filter, but for a recent read
+   * (`memo` false), whose text is made again for each filtered stream catching up from it, so
    * that the recent reads hold no more than their own text however many filters there are.
    */
-  private chunksFor(read: Read, s: Stream, memo = true): Promise<Chunk[]> {
-    if (s.filterKey === '') return Promise.resolve(plainChunks(read));
+  private textFor(read: Read, s: Stream, memo = true): Promise<Text> {
+    if (s.filterKey === '') return Promise.resolve(plainText(read));
     let made = read.filtered.get(s.filterKey);
     if (!made) {
       const filter = s.plan.filter;
-      made = Promise.all(read.entries.map((e) => this.keeps(filter, e))).then((kept) => chunked(read.after, read.entries, kept));
+      made = Promise.all(read.entries.map((e) => this.keeps(filter, e))).then((kept) => textOf(read.after, read.entries, kept));
       if (memo) read.filtered.set(s.filterKey, made);
     }
     return made;
   }
 
   /**
-   * Sends a live stream a read's chunks, all of them (they are shared buffers: the stream holds
-   * references, not copies). One whose client has not taken what the last read sent it (its body
-   * still full) leaves the live ones instead, until it has; then it catches up (catchUp).
+   * Sends a live stream a read's text, in one write (a shared buffer: the stream holds a reference,
+   * not a copy). One whose client has not taken what the last read sent it (its body still full)
+   * leaves the live ones instead, until it has; then it catches up (catchUp).
    */
-  private sendLive(table: TableStreams, s: Stream, chunks: Chunk[]): void {
+  private sendLive(table: TableStreams, s: Stream, text: Text): void {
     if (!s.out.body.writableNeedDrain) {
-      send(s, chunks);
+      send(s, text);
       return;
     }
     table.live.delete(s);
@@ -450,9 +449,9 @@ export class ChangeStreams {
         if (recent) {
           // What the reader read after its position, as the live streams were sent it.
           table.recentReads++;
-          const chunks = await this.chunksFor(recent, s, false);
+          const text = await this.textFor(recent, s, false);
           if (s.closed) return;
-          send(s, chunks);
+          send(s, text);
           if (s.out.body.writableNeedDrain && !(await this.heldBack(s))) return;
           continue;
         }
@@ -471,9 +470,9 @@ export class ChangeStreams {
           return;
         }
         if (entries.length > 0) {
-          const chunks = await this.chunksFor(read, s);
+          const text = await this.textFor(read, s);
           if (s.closed) return;
-          send(s, chunks);
+          send(s, text);
         }
         // The read held every entry up to `through`: the numbers between are no entries' (a failed transaction's).
         if (entries.length < BATCH) s.position = Math.max(s.position, read.through);
@@ -635,46 +634,38 @@ export class ChangeStreams {
 }
 
 /**
- * Writes the chunks the stream has not had yet (a stream ahead of a chunk's start, one that joined
- * the live ones from a position of its own, gets the part after its position).
+ * Writes a read's text the stream has not had yet: all of it, in one write, or, for a stream that
+ * stands inside the read (one that joined from a position of its own), the part after its position.
  */
-function send(s: Stream, chunks: Chunk[]): void {
-  for (const c of chunks) {
-    if (s.closed) return;
-    if (s.position >= c.last) continue;
-    const data = s.position <= c.after ? c.data : textAfter(c, s.position);
-    s.position = c.last;
-    if (data !== null) s.write(data);
-  }
+function send(s: Stream, text: Text): void {
+  if (s.closed || s.position >= text.last) return;
+  const data = s.position <= text.after ? text.data : textAfter(text, s.position);
+  s.position = text.last;
+  if (data !== null) s.write(data);
 }
 
-/** The text of a chunk's entries kept and numbered after `position`. */
-function textAfter(c: Chunk, position: number): Buffer | null {
-  const frames = c.entries.filter((e, i) => e.sequence > position && (c.kept === null || c.kept[i])).map((e) => e.frame);
-  return frames.length === 0 ? null : Buffer.from(frames.join(''));
+/** The text of a read's entries kept and numbered after `position` (a view of its buffer, not a copy). */
+function textAfter(t: Text, position: number): Buffer | null {
+  if (t.data === null) return null;
+  const i = t.entries.findIndex((e) => e.sequence > position);
+  const start = i < 0 ? t.data.length : t.starts[i];
+  return start >= t.data.length ? null : t.data.subarray(start);
 }
 
-/** A read's entries as chunks of about CHUNK_BYTES, with the text of those `kept` says (null: all). */
-function chunked(after: number, entries: Entry[], kept: boolean[] | null): Chunk[] {
-  const chunks: Chunk[] = [];
-  let start = 0;
-  let frames: string[] = [];
+/** A read's entries as one text, with the text of those `kept` says (null: all): one buffer, written as it is to every stream. */
+function textOf(after: number, entries: Entry[], kept: boolean[] | null): Text {
+  const frames: string[] = [];
+  const starts: number[] = [];
   let bytes = 0;
   for (let i = 0; i < entries.length; i++) {
-    const e = entries[i];
+    starts.push(bytes);
     if (kept === null || kept[i]) {
-      frames.push(e.frame);
-      bytes += e.bytes;
-    }
-    if (i === entries.length - 1 || (bytes > 0 && bytes + entries[i + 1].bytes > CHUNK_BYTES)) {
-      chunks.push({ after, last: e.sequence, entries: entries.slice(start, i + 1), kept: kept && kept.slice(start, i + 1), data: frames.length === 0 ? null : Buffer.from(frames.join('')) });
-      after = e.sequence;
-      start = i + 1;
-      frames = [];
-      bytes = 0;
+      frames.push(entries[i].frame);
+      bytes += entries[i].bytes;
     }
   }
-  return chunks;
+  const last = entries.length > 0 ? entries[entries.length - 1].sequence : after;
+  return { after, last, entries, starts, data: bytes === 0 ? null : Buffer.from(frames.join('')) };
 }
 
 /** Keeps the reader's read (one that began at the tail) with its recent reads, dropping the oldest beyond RECENT_BYTES. */
@@ -697,9 +688,9 @@ function recentAfter(table: TableStreams, position: number): Read | undefined {
   return recent.find((r) => r.entries[r.entries.length - 1].sequence > position);
 }
 
-/** A read's chunks for the streams without a filter (made once). */
-function plainChunks(read: Read): Chunk[] {
-  read.plain ??= chunked(read.after, read.entries, null);
+/** A read's text for the streams without a filter (made once). */
+function plainText(read: Read): Text {
+  read.plain ??= textOf(read.after, read.entries, null);
   return read.plain;
 }
 
