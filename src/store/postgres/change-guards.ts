@@ -43,9 +43,23 @@ export const guardCte = (tableId: string, bits: string) =>
  */
 export async function readableThrough(db: Db, tableId: string): Promise<number> {
   const numbers = `"${changeNumbers(tableId)}"`;
-  // null when none was handed out yet; a table deleted has no sequence, and no entry still to come.
-  const [{ last, gone }] = await readRows(db, CompiledQuery.raw('select pg_sequence_last_value(to_regclass($1)) as last, to_regclass($1) is null as gone', [numbers]));
-  if (gone) return Number.MAX_SAFE_INTEGER;
+  // null when none was handed out yet; a table deleted has no sequence, and no entry still to come:
+  // its deletion dropped the sequence, which waited for every writer that took a number from it.
+  const query = (what: string) => readRows(db, CompiledQuery.raw(`select ${what}to_regclass($1) is null as gone`, [numbers]));
+  let row: Record<string, unknown>;
+  try {
+    [row] = await query('pg_sequence_last_value(to_regclass($1)) as last, ');
+  } catch (err) {
+    // The table's deletion dropped the sequence after this statement found it, and committed while
+    // the statement waited for the drop's lock ("could not open relation with OID"): then it is
+    // gone, as above. (Unanswered, the error ended the table's streams before they had sent its
+    // last changes, a client's reconnect then hearing 404, and failed a read of the feed with a 500.)
+    // (Inside a transaction the error has ended it: the question fails too, and the error stands.)
+    if (await query('').then(([r]) => r.gone === true, () => false)) return Number.MAX_SAFE_INTEGER;
+    throw err;
+  }
+  if (row.gone === true) return Number.MAX_SAFE_INTEGER;
+  const last = row.last as string | number | null;
   const handed = last === null ? 0 : Number(last);
   const guards = await readRows(
     db,
