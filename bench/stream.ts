@@ -79,6 +79,9 @@ interface Outcome {
   serviceCpuMs: number;
   events: number;
   eventsPerSecond: number;
+  /** The service's write system calls a second over the writes (/proc/<pid>/io syscw: its sockets' and files' writes), and bytes written a call. */
+  syscallsPerSecond: number;
+  bytesPerSyscall: number;
   clientsCpu: number;
   writerCpu: number;
   anonFirst: number;
@@ -93,14 +96,15 @@ for (const streams of STREAMS) for (const rate of RATES) outcomes.push(await mea
 if (outcomes.length > 1) {
   console.log(`\n${process.env.BENCH_DATABASE === 'postgres' ? 'PostgreSQL' : 'SQLite'}, ${SECONDS} s each: CPU in % of one core over the writes; µs/event is the service's CPU beyond what the writes cost alone (per write, in the 0-stream run at that rate) per event delivered`);
   console.log('ms/write is all the service\'s CPU per write answered (its streams included); µs/ev all is all of it per event delivered');
-  console.log('streams  asked/s  answered/s  p50 ms  p99 ms  service%  ms/write  µs/ev all  µs/event  clients%  writer%  RssAnon MiB by third');
+  console.log('syscalls/s are the service\'s write system calls a second (KiB each)');
+  console.log('streams  asked/s  answered/s  p50 ms  p99 ms  service%  ms/write  µs/ev all  µs/event  syscalls/s (KiB)  clients%  writer%  RssAnon MiB by third');
   for (const o of outcomes) {
     const alone = outcomes.find((b) => b.streams === 0 && b.rate === o.rate);
     // ms of CPU a second beyond what the writes answered cost alone (at that run's CPU per write), over events a second, in µs.
     const beyond = alone ? o.serviceCpuMs - (alone.serviceCpuMs / alone.answeredPerSecond) * o.answeredPerSecond : NaN;
     const perEvent = o.streams > 0 && o.eventsPerSecond > 0 ? (beyond / o.eventsPerSecond) * 1000 : NaN;
     console.log(
-      [String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (o.serviceCpuMs / o.answeredPerSecond).toFixed(2).padStart(9), (o.eventsPerSecond > 0 ? ((o.serviceCpuMs / o.eventsPerSecond) * 1000).toFixed(2) : '-').padStart(10), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
+      [String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (o.serviceCpuMs / o.answeredPerSecond).toFixed(2).padStart(9), (o.eventsPerSecond > 0 ? ((o.serviceCpuMs / o.eventsPerSecond) * 1000).toFixed(2) : '-').padStart(10), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), `${o.syscallsPerSecond.toFixed(0)} (${(o.bytesPerSyscall / 1024).toFixed(1)})`.padStart(17), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
     );
   }
 }
@@ -191,7 +195,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
       const m = memory(pid);
       samples.push({ at: now() - t0, rss: m.rss, anon: m.anon });
     };
-    const cpus = () => ({ service: cpuMs(pid).total, clients: roles.map((r) => cpuMs(r.child.pid as number).total), writer: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
+    const cpus = () => ({ io: writeCalls(pid), service: cpuMs(pid).total, clients: roles.map((r) => cpuMs(r.child.pid as number).total), writer: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
     const cpu0 = cpus();
     const start = now();
     // The thirds are counted from the first write.
@@ -270,6 +274,8 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
       line('whole run', samplerReport.fromAnswer, true);
     }
     console.log(`the write's own latency (answer less send), ms: p50 ${wq(0.5).toFixed(1)}, p99 ${wq(0.99).toFixed(1)}`);
+    const syscalls = cpu1.io.calls - cpu0.io.calls;
+    console.log(`service write system calls over the writes: ${(syscalls / writeSeconds).toFixed(0)} a second, ${((cpu1.io.bytes - cpu0.io.bytes) / Math.max(1, syscalls) / 1024).toFixed(1)} KiB each`);
     const perEvent = events > 0 ? ` (${(((cpu1.service - cpu0.service) / events) * 1000).toFixed(1)} µs per event delivered, writes included)` : '';
     console.log(`CPU over the writes, % of one core: service ${serviceCpu.toFixed(0)}${perEvent}; writer ${writerCpu.toFixed(0)}; ${roles.map((r, k) => `${r.child === sampled?.child ? 'parsing' : 'counting'} clients ${clientsCpu[k].toFixed(0)}`).join('; ')}`);
     console.log(`service memory (MiB, mean of the samples): RssAnon by third ${anonFirst.toFixed(0)}, ${anonMiddle.toFixed(0)}, ${anonLast.toFixed(0)}; peak RSS ${Math.max(...samples.map((s) => s.rss)).toFixed(0)}`);
@@ -292,6 +298,8 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
       p99,
       serviceCpu,
       serviceCpuMs: (cpu1.service - cpu0.service) / writeSeconds,
+      syscallsPerSecond: syscalls / writeSeconds,
+      bytesPerSyscall: (cpu1.io.bytes - cpu0.io.bytes) / Math.max(1, syscalls),
       events,
       eventsPerSecond: events / writeSeconds,
       clientsCpu: clientsCpu.reduce((a, b) => a + b, 0),
@@ -307,6 +315,13 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     await postgres?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A process's write system calls so far and the bytes they wrote (/proc/<pid>/io: syscw, wchar; Linux). */
+function writeCalls(pid: number): { calls: number; bytes: number } {
+  const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(io.match(new RegExp(`^${name}: (\\d+)`, 'm'))?.[1] ?? NaN);
+  return { calls: field('syscw'), bytes: field('wchar') };
 }
 
 /** The value at quantile q of a histogram (the bucket's upper edge), in ms. */
