@@ -58,12 +58,18 @@ const now = () => performance.timeOrigin + performance.now();
 const P99_GOAL_MS = 100;
 const GROWTH = { ratio: 1.1, mib: 16 };
 const SAMPLE = Number(process.env.BENCH_STREAM_SAMPLE ?? 20);
+/**
+ * Rows a create request holds (BENCH_STREAM_BULK, default 1: single-row creates). With more, each
+ * request a bulk create (`rows-bulk`): the same changes a second for the streams at a fraction of
+ * the writes' own cost, which on a busy machine isolates what the fan-out costs the service.
+ */
+const BULK = Number(process.env.BENCH_STREAM_BULK ?? 1);
 
 const list = (arg: string | undefined, fallback: number) => (arg ?? String(fallback)).split(',').map(Number);
 const STREAMS = list(process.argv[2], 1000);
 const RATES = list(process.argv[3], 1000);
 const SECONDS = Number(process.argv[4] ?? 30);
-if (![...STREAMS, ...RATES, SECONDS, SAMPLE].every((n) => Number.isInteger(n) && n >= 0) || SECONDS < 1 || RATES.includes(0)) {
+if (![...STREAMS, ...RATES, SECONDS, SAMPLE, BULK].every((n) => Number.isInteger(n) && n >= 0) || SECONDS < 1 || RATES.includes(0) || BULK < 1) {
   throw new Error('usage: bench/stream.ts [streams=1000[,…]] [writes/s=1000[,…]] [seconds=30]');
 }
 
@@ -156,9 +162,9 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     if (sample === 0 && STREAMS > 0) await counted.ask({ type: 'open', n: STREAMS }, 'opened');
     console.log(`\n${STREAMS} streams open (${sample} parsed, ${STREAMS - sample} counted) in ${((now() - t0) / 1000).toFixed(1)} s`);
 
-    // The writes: single-row creates at RATE a second, from a pool of keep-alive connections.
+    // The writes: single-row creates (or bulk creates of BULK rows) at RATE rows a second, from a pool of keep-alive connections.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-    const url = new URL(`${service.url}/api/tables/bench/rows`);
+    const url = new URL(`${service.url}/api/tables/bench/${BULK === 1 ? 'rows' : 'rows-bulk'}`);
     const writeMs: number[] = [];
     /** When each write was answered (ms after t0), by its row's number. */
     const answeredAt = new Float64Array(RATE * SECONDS).fill(NaN);
@@ -167,9 +173,11 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     let failed = 0;
     let inFlight = 0;
     let mostInFlight = 0;
-    const write = (i: number) => {
+    /** Creates rows i to i + n - 1 (one request). */
+    const write = (i: number, n: number) => {
       const sentAt = now() - t0;
-      const body = JSON.stringify({ id: ds.rowId(i), values: { ...values[i % values.length], sentAt: Math.round(sentAt * 1000) / 1000 } });
+      const row = (k: number) => ({ id: ds.rowId(k), values: { ...values[k % values.length], sentAt: Math.round(sentAt * 1000) / 1000 } });
+      const body = JSON.stringify(BULK === 1 ? row(i) : { data: Array.from({ length: n }, (_, k) => row(i + k)) });
       inFlight++;
       mostInFlight = Math.max(mostInFlight, inFlight);
       const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-api-key': BENCH_KEY } }, (res) => {
@@ -177,15 +185,15 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
         res.on('end', () => {
           inFlight--;
           if (res.statusCode === 201) {
-            answered++;
-            answeredAt[i] = now() - t0;
+            answered += n;
+            answeredAt.fill(now() - t0, i, i + n);
             writeMs.push(now() - t0 - sentAt);
-          } else failed++;
+          } else failed += n;
         });
       });
       req.on('error', () => {
         inFlight--;
-        failed++;
+        failed += n;
       });
       req.end(body);
     };
@@ -207,7 +215,12 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
       const pace = setInterval(() => {
         const elapsed = now() - start;
         const due = Math.min(RATE * SECONDS, Math.floor((elapsed / 1000) * RATE));
-        while (sent < due) write(sent++);
+        // Whole requests of BULK rows, the rest at the end.
+        while (due - sent >= BULK || (sent < due && due === RATE * SECONDS)) {
+          const n = Math.min(BULK, due - sent);
+          write(sent, n);
+          sent += n;
+        }
         if (elapsed >= SECONDS * 1000) {
           clearInterval(pace);
           resolve();
@@ -257,7 +270,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     const p99 = quantile(fromCommit, 0.99);
 
     console.log(`${postgres ? 'PostgreSQL' : 'SQLite'}: node bin/rowhouse.mjs serve (the build); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-    console.log(`${STREAMS} streams on one table; ${RATE} single-row creates/s asked for ${SECONDS} s: ${answered} answered 201 in ${writeSeconds.toFixed(1)} s (${(answered / writeSeconds).toFixed(0)}/s; sent over ${paceSeconds.toFixed(1)} s), ${failed} failed, at most ${mostInFlight} in flight`);
+    console.log(`${STREAMS} streams on one table; ${RATE} ${BULK === 1 ? 'single-row creates' : `rows created (bulk creates of ${BULK})`}/s asked for ${SECONDS} s: ${answered} answered 201 in ${writeSeconds.toFixed(1)} s (${(answered / writeSeconds).toFixed(0)}/s; sent over ${paceSeconds.toFixed(1)} s), ${failed} failed, at most ${mostInFlight} in flight`);
     console.log(`events delivered: ${events} (${answered} × ${STREAMS} = ${answered * STREAMS} expected), ${((reports.reduce((s, r) => s + r.bytes, 0) / 2 ** 20)).toFixed(0)} MiB`);
     const line = (label: string, h: Uint32Array, max = false) =>
       console.log(`  ${label.padEnd(12)} p50 ${quantile(h, 0.5).toFixed(1).padStart(7)}   p99 ${quantile(h, 0.99).toFixed(1).padStart(7)}${max ? `   max ${quantile(h, 1).toFixed(1).padStart(7)}` : ''}`);
