@@ -34,10 +34,10 @@ export interface Undo {
 
 /**
  * SQLite's writeNow, with group commit: the single-row writes of one turn of the event loop share
- * one transaction, each in a savepoint of its own (or, one statement, in none), and one commit. A
- * commit writes the pages the writes changed to the log, and writes of one turn change many of the
- * same pages (the change log's, its counter's, an index's inner pages), so one commit for several
- * costs little more than for one. A write's promise settles after the commit: none is answered
+ * one transaction, each in a savepoint of its own (or, one statement or a write that undoes itself,
+ * in none), and one commit. A commit writes the pages the writes changed to the log, and writes of
+ * one turn change many of the same pages (the change log's, its counter's, an index's inner pages),
+ * so one commit for several costs little more than for one. A write's promise settles after the commit: none is answered
  * before it is durable. A write that throws is rolled back to its savepoint alone; when SQLite has
  * rolled the whole transaction back (a full disk), or what the writes left for the end of the group
  * (WriteGroup.beforeCommit) or the commit fails, every write of the group fails with it.
