@@ -32,6 +32,12 @@ export interface AnswerWithWrite {
   /** The insert's SQL: `place(i)` binds `parameters[i]`, `record` is where the row's record is bound. */
   sql(place: (i: number) => string, record: string): string;
   readonly parameters: readonly unknown[];
+  /**
+   * The delete of the record the insert made (`place(i)` binds `forgetParameters[i]`): where the
+   * two are separate statements (SQLite), what backs the insert out when the create's own fails.
+   */
+  forget(place: (i: number) => string): string;
+  readonly forgetParameters: readonly unknown[];
   /** The create and its answer have committed: the body kept (the row's record). */
   written(body: string): void;
 }

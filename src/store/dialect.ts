@@ -202,6 +202,12 @@ export interface Database {
    * for every statement). For single-row statements by id only.
    */
   prepare(sql: string): void;
+  /**
+   * Deletes the kept answers expired at `now` (IdempotencyStore.sweep), answering how many, where
+   * the database has a way of its own: SQLite, without an index on their expiry (sqlite/idempotency-sweep.ts).
+   * Else by that index.
+   */
+  sweepExpiredAnswers?(now: string): Promise<number>;
 }
 
 /**

@@ -60,6 +60,11 @@ function keptInsert(place: (i: number) => string, record: string): string {
   return `insert into rh_idempotency (${KEPT_WITH_WRITE.map((c) => `"${c}"`).join(', ')}, "body") values (${KEPT_WITH_WRITE.map((_, i) => place(i)).join(', ')}, ${record})`;
 }
 
+/** The delete of a kept record by its key (keyId, key), written as keptInsert is. */
+function keptDelete(place: (i: number) => string): string {
+  return `delete from rh_idempotency where "keyId" = ${place(0)} and "key" = ${place(1)}`;
+}
+
 /** The records of requests with an Idempotency-Key: found, claimed, kept with the writes they answer, swept once expired. */
 export class IdempotencyStore {
   private readonly statements;
@@ -159,7 +164,7 @@ export class IdempotencyStore {
    */
   keptWithWrite(request: IdempotentRequest, answer: Omit<KeptAnswer, 'body'>): Omit<AnswerWithWrite, 'written'> {
     const record = this.record(request, { ...answer, body: null });
-    return { sql: keptInsert, parameters: KEPT_WITH_WRITE.map((column) => record[column]) };
+    return { sql: keptInsert, parameters: KEPT_WITH_WRITE.map((column) => record[column]), forget: keptDelete, forgetParameters: [request.keyId, request.key] };
   }
 
   /** The record of a request's answer, kept now until the time to live has passed. */
@@ -186,6 +191,7 @@ export class IdempotencyStore {
 
   /** Deletes the expired records; answers how many. Safe on several instances at once. */
   async sweep(now = new Date().toISOString()): Promise<number> {
+    if (this.database.sweepExpiredAnswers) return this.database.sweepExpiredAnswers(now);
     const db: MetaDb = this.database.db;
     const r = await db.deleteFrom('rh_idempotency').where('expiresAt', '<=', now).executeTakeFirst();
     return Number(r.numDeletedRows);

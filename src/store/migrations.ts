@@ -366,6 +366,16 @@ const migrations: Migration[] = [
       await db.schema.createIndex('rh_changes_row').on('rh_changes').columns(['tableId', 'rowId', 'sequence']).execute();
     },
   },
+  {
+    version: 19,
+    name: 'kept answers swept in insertion order (SQLite)',
+    async up(db, dialect) {
+      // Every idempotent create on SQLite also went into this index, for the sweep alone; the sweep
+      // walks the table in rowid order instead (sqlite/idempotency-sweep.ts). PostgreSQL's uses it.
+      if (dialect.name !== 'sqlite') return;
+      await db.schema.dropIndex('rh_idempotency_expires').ifExists().execute();
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

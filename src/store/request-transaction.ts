@@ -211,7 +211,7 @@ export class HeldTransaction<A> implements HeldScope {
 /**
  * The scope of a request whose answer is known before its one write (a single-row create: its
  * row's record), so that write keeps it in the same atomic step, outside any transaction
- * (AnswerWithWrite: on PostgreSQL in its one statement, on SQLite in its savepoint of the group
+ * (AnswerWithWrite: on PostgreSQL in its one statement, on SQLite in its step of the group
  * commit), with no lookup of the key first: a record of the key fails the create, and nothing is
  * written. Any other write in the scope is refused (NotKeptByWrite), before it writes. Either way
  * the request then runs again as any other, in a HeldTransaction (http/idempotency.ts).
@@ -224,8 +224,7 @@ export class AnswerKeptByWrite implements HeldScope {
 
   constructor(insert: Omit<AnswerWithWrite, 'written'>) {
     this.answer = {
-      sql: insert.sql,
-      parameters: insert.parameters,
+      ...insert,
       written: (body) => {
         this.kept = body;
       },

@@ -36,7 +36,7 @@ describe('SQLite group commit (writeNow)', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const writeNow: WriteNow = (work, oneStatement) => database.writeNow(work, oneStatement);
+  const writeNow: WriteNow = (work, atomic) => database.writeNow(work, atomic);
   const insert = (id: string, n: number) => writeNow((run) => run('insert into t (id, n) values (?, ?) returning id', [id, n]));
   const committed = () => observer.prepare('select id, n from t order by id').all();
 
@@ -136,6 +136,40 @@ describe('SQLite group commit (writeNow)', () => {
     assert.deepEqual(committed(), []);
     assert.deepEqual(await insert('g', 7), [{ id: 'g' }]);
     assert.deepEqual(committed(), [{ id: 'g', n: 7 }]);
+  });
+
+  it('runs a write with an undo without a savepoint: when it throws, its undo backs it out alone; an undo that throws fails the group', async () => {
+    await insert('taken', 0);
+    /** Inserts `first`, then `second`; the undo deletes `first` once it was inserted. */
+    const pair = (first: string, second: string, undo?: () => void) => {
+      let inserted = false;
+      return writeNow(
+        (run) => {
+          run('insert into t (id, n) values (?, ?)', [first, 1]);
+          inserted = true;
+          return run('insert into t (id, n) values (?, ?) returning id', [second, 2]);
+        },
+        {
+          undo(run) {
+            undo?.();
+            if (inserted) run('delete from t where id = ?', [first]);
+          },
+        },
+      );
+    };
+    const results = await Promise.allSettled([insert('a', 1), pair('b', 'taken'), pair('taken', 'c'), pair('d', 'e')]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    for (const i of [1, 2]) assert.match(String((results[i] as PromiseRejectedResult).reason), /UNIQUE/);
+    assert.deepEqual(committed(), [{ id: 'a', n: 1 }, { id: 'd', n: 1 }, { id: 'e', n: 2 }, { id: 'taken', n: 0 }]);
+    const failing = await Promise.allSettled([
+      insert('f', 1),
+      pair('g', 'taken', () => {
+        throw new Error('cannot back it out');
+      }),
+    ]);
+    assert.deepEqual(failing.map((r) => r.status), ['rejected', 'rejected']);
+    assert.match(String((failing[0] as PromiseRejectedResult).reason), /cannot back it out/);
+    assert.deepEqual(committed(), [{ id: 'a', n: 1 }, { id: 'd', n: 1 }, { id: 'e', n: 2 }, { id: 'taken', n: 0 }]);
   });
 
   it('waits for a transaction of the query builder, and writes after it in order', async () => {

@@ -103,16 +103,31 @@ export function sqliteChangeNumbering(runNow: Run, writeNow: WriteNow): ChangeNu
   return {
     // In the group commit (writeNow): the answer kept, if any (a record of its key fails it: nothing
     // further runs), then the write, at once; its entry with those of its group, before the group
-    // commits. A write alone is one statement and needs no savepoint; with its kept answer, two.
+    // commits. A write alone is one statement and needs no savepoint; with its kept answer, two,
+    // and no savepoint either: when the write's statement fails (SQLite backs it out), the record
+    // just inserted is deleted again (Undo; a statement where a savepoint and its release are two).
     writeAlone: (_db, table, ctx, write, what, log, answer) => {
       const kept = what.type === 'create' && answer ? { answer, record: log.recordText(table, what.row) } : undefined;
-      return writeNow((run, group) => {
-        if (kept) run(log.statement('kept answer', () => kept.answer.sql(() => '?', '?')), [...kept.answer.parameters, kept.record]);
+      /** How far the work got: nothing, the kept record inserted, the write made too. */
+      let reached: 'nothing' | 'kept' | 'written' = 'nothing';
+      const work = (run: Run, group: WriteGroup) => {
+        if (kept) {
+          run(log.statement('kept answer', () => kept.answer.sql(() => '?', '?')), [...kept.answer.parameters, kept.record]);
+          reached = 'kept';
+        }
         // The write returns its row's columns (a delete's: the id only): a row of the table.
         const written = run(write.sql, write.parameters) as RawRow[];
+        reached = 'written';
         if (written.length > 0) noteInGroup(group, table, written.map((row) => ({ change: changeOf(what, row), occurredAt: ctx.now, memberId: ctx.memberId })), log);
         return { rows: written };
-      }, !kept);
+      };
+      if (!kept) return writeNow(work, true);
+      return writeNow(work, {
+        undo(run) {
+          if (reached === 'written') throw new Error('writeAlone: a create and its kept answer failed after both were written');
+          if (reached === 'kept') run(log.statement('forget kept answer', () => kept.answer.forget(() => '?')), kept.answer.forgetParameters);
+        },
+      });
     },
     writeEntries: async (_tx, pending, log) => writeEntriesNow(runNow, pending, log),
     /**

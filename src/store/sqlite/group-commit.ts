@@ -17,18 +17,27 @@ export interface WriteGroup {
  * connection, and answers after its commit (rolled back to the savepoint when it throws); the writes
  * of one turn of the event loop commit together. `run` is runNow. For a single-row write and its
  * change entry: one step where the query builder's transaction takes five rounds of promises.
- * `oneStatement`: the work runs one statement and no more, without a savepoint of its own (a
- * statement that fails is backed out by SQLite itself); should the work throw after its statement
- * ran, the whole group fails rather than commit the statement without what was to follow it.
+ * `atomic`, how the work is made all or nothing without a savepoint of its own (a savepoint is two
+ * statements more):
+ * - `true`: it runs one statement and no more (a statement that fails is backed out by SQLite
+ *   itself); should the work throw after its statement ran, the whole group fails rather than
+ *   commit the statement without what was to follow it.
+ * - an Undo: when the work throws, `undo` backs out what it wrote, in the group's transaction (the
+ *   statement that failed was backed out by SQLite); should undo throw, the whole group fails.
  */
-export type WriteNow = <T>(work: (run: Run, group: WriteGroup) => T, oneStatement?: boolean) => Promise<T>;
+export type WriteNow = <T>(work: (run: Run, group: WriteGroup) => T, atomic?: boolean | Undo) => Promise<T>;
+
+/** Backs out what a write of a group wrote before it threw (WriteNow); throws when it cannot (the group then fails). */
+export interface Undo {
+  undo(run: Run): void;
+}
 
 /**
  * SQLite's writeNow, with group commit: the single-row writes of one turn of the event loop share
- * one transaction, each in a savepoint of its own (or, one statement, in none), and one commit. A
- * commit writes the pages the writes changed to the log, and writes of one turn change many of the
- * same pages (the change log's, its counter's, an index's inner pages), so one commit for several
- * costs little more than for one. A write's promise settles after the commit: none is answered
+ * one transaction, each in a savepoint of its own (or, one statement or a write that undoes itself,
+ * in none), and one commit. A commit writes the pages the writes changed to the log, and writes of
+ * one turn change many of the same pages (the change log's, its counter's, an index's inner pages),
+ * so one commit for several costs little more than for one. A write's promise settles after the commit: none is answered
  * before it is durable. A write that throws is rolled back to its savepoint alone; when SQLite has
  * rolled the whole transaction back (a full disk), or what the writes left for the end of the group
  * (WriteGroup.beforeCommit) or the commit fails, every write of the group fails with it.
@@ -37,7 +46,7 @@ export type WriteNow = <T>(work: (run: Run, group: WriteGroup) => T, oneStatemen
 export function groupCommits(raw: SqliteDatabase.Database, run: Run, hold: (commit: () => Promise<void>) => Promise<void>): WriteNow {
   interface Member {
     work: (run: Run, group: WriteGroup) => unknown;
-    oneStatement: boolean;
+    atomic: boolean | Undo;
     /** What the work answered, or threw (then it was rolled back to its savepoint). */
     outcome?: { value: unknown } | { error: unknown };
     resolve: (value: unknown) => void;
@@ -56,7 +65,22 @@ export function groupCommits(raw: SqliteDatabase.Database, run: Run, hold: (comm
   let open: Group | undefined;
   const runMember = (group: Group, member: Member) => {
     if (group.failed) return;
-    if (member.oneStatement) {
+    const { atomic } = member;
+    if (typeof atomic === 'object') {
+      try {
+        member.outcome = { value: member.work(run, group.hooks) };
+      } catch (error) {
+        member.outcome = { error };
+        try {
+          if (!raw.inTransaction) throw error;
+          atomic.undo(run);
+        } catch (undoError) {
+          group.failed = { error: undoError };
+        }
+      }
+      return;
+    }
+    if (atomic) {
       let ran = false;
       const once: Run = (source, parameters) => {
         if (ran) throw new Error('writeNow: a one-statement write ran a second statement');
@@ -112,9 +136,9 @@ export function groupCommits(raw: SqliteDatabase.Database, run: Run, hold: (comm
       settle(group);
     }
   };
-  return <T>(work: (run: Run, group: WriteGroup) => T, oneStatement = false) =>
+  return <T>(work: (run: Run, group: WriteGroup) => T, atomic: boolean | Undo = false) =>
     new Promise<T>((resolve, reject) => {
-      const member: Member = { work, oneStatement, resolve: resolve as (value: unknown) => void, reject };
+      const member: Member = { work, atomic, resolve: resolve as (value: unknown) => void, reject };
       if (open && !open.failed) {
         open.members.push(member);
         if (open.began) runMember(open, member);

@@ -11,6 +11,7 @@ import { backgroundCheckpoints } from './checkpoints.ts';
 import { ImmediateSqliteDialect, mainConnection } from './connection.ts';
 import { sqliteDialect } from './dialect.ts';
 import { driverPath } from './driver-path.ts';
+import { sqliteIdempotencySweep } from './idempotency-sweep.ts';
 import { type Run, type WriteNow, groupCommits } from './group-commit.ts';
 import { importSettings } from './import-settings.ts';
 import { MetadataVersion } from './metadata-version.ts';
@@ -93,6 +94,7 @@ export function openSqlite(Sqlite: typeof SqliteDatabase, file: string): SqliteA
     tuneForImport: () => importSettings(runNow),
     // Statements are compiled once per connection by the statement cache already.
     prepare: () => {},
+    sweepExpiredAnswers: sqliteIdempotencySweep(db),
     // Unknowable for :memory: (no second connection to read the counter on): no cache is trusted.
     metadataVersion: version ? () => version.current() : () => undefined,
     // :memory: cannot be read on a connection of its own: keyset pages.
