@@ -6,7 +6,10 @@
 // a user's would be; each workload then runs in paired rounds (small, large, large, small, …) and
 // the figure is the median of the rounds' ratios of mean latency (large / small).
 //   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3)
+// On SQLite, BENCH_KEEP=DIR keeps the database in DIR and reuses it when it is there already (the
+// tables loaded by an earlier run with the same BENCH_ROWS): loading 2,000,000 rows takes minutes.
 import fs from 'node:fs';
+import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { createBenchTable, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
@@ -18,16 +21,24 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEEP = 150_000;
 
-const { dir, postgres, env } = await benchDatabase('growth');
+const KEEP = process.env.BENCH_DATABASE === 'postgres' ? undefined : process.env.BENCH_KEEP;
+const fresh = KEEP ? null : await benchDatabase('growth');
+const { dir, postgres, env } = fresh ?? { dir: KEEP as string, postgres: null, env: { ROWHOUSE_DATA_DIR: KEEP as string } };
+fs.mkdirSync(dir, { recursive: true });
 const ds = await dataset();
+/** What a kept directory holds: the row count of its large table, written once both tables are loaded. */
+const loadedMark = path.join(dir, 'growth-loaded.json');
+const kept = KEEP !== undefined && fs.existsSync(loadedMark) && JSON.parse(fs.readFileSync(loadedMark, 'utf8')).large === LARGE;
+if (KEEP !== undefined && !kept && fs.existsSync(path.join(dir, 'rowhouse.db'))) throw new Error(`${dir} holds a database, not one loaded for BENCH_ROWS=${LARGE}: name another directory`);
 
 let service = await startService(env);
-for (const [code, rows] of [['small', SMALL], ['large', LARGE]] as const) {
+for (const [code, rows] of kept ? [] : ([['small', SMALL], ['large', LARGE]] as const)) {
   await createBenchTable(service.url, code);
   const t0 = Date.now();
   await loadThroughApi(service.url, code, rows);
   console.log(`loaded ${rows} rows into ${code} on ${postgres ? 'PostgreSQL' : 'SQLite'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
+if (KEEP !== undefined && !kept) fs.writeFileSync(loadedMark, JSON.stringify({ small: SMALL, large: LARGE }));
 await service.stop();
 service = await startService(env);
 
@@ -66,7 +77,7 @@ for (const [name, make] of workloads) {
 
 await service.stop();
 await postgres?.stop();
-fs.rmSync(dir, { recursive: true, force: true });
+if (KEEP === undefined) fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
 console.log(`\n${LARGE} rows against ${SMALL} on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds of ${SECONDS} s, 10 connections; latency in ms (mean, p99)\n`);

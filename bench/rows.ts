@@ -121,10 +121,21 @@ async function exportSeconds(target: string, headers: Record<string, string>): P
  * two runs of one build.)
  */
 const EXPORT_ROUNDS = 5;
-const exportOnce = (side: 'service' | 'floor') =>
-  side === 'service' ? exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth) : exportSeconds(`${floor.url}/export`, {});
+/**
+ * Each download's server CPU (ms) is kept beside its time: a round whose time is far above its CPU
+ * waited (for the client, the machine's other load), one whose CPU is high worked more.
+ */
+const exportCpu: Record<'service' | 'floor', number[]> = { service: [], floor: [] };
+const exportOnce = async (side: 'service' | 'floor') => {
+  const pid = (side === 'service' ? service : floor).child.pid as number;
+  const before = cpuMs(pid).total;
+  const seconds = await (side === 'service' ? exportSeconds(`${service.url}/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf`, auth) : exportSeconds(`${floor.url}/export`, {}));
+  exportCpu[side].push(cpuMs(pid).total - before);
+  return seconds;
+};
 await exportOnce('service'); // warm-up, both
 await exportOnce('floor');
+exportCpu.service.length = exportCpu.floor.length = 0;
 const exportTimes = await pairedRounds(EXPORT_ROUNDS, ['service', 'floor'], exportOnce);
 const exportRatios = exportTimes.service.map((t, k) => t / exportTimes.floor[k]);
 const exportService = median(exportTimes.service);
@@ -161,6 +172,7 @@ for (const [name, { service: s, floor: f, ratio, ratios, cpu }] of Object.entrie
 
 console.log(`${'export, whole table as CSV (s)'.padEnd(36)} ${exportService.toFixed(2).padStart(9)} ${''.padStart(17)} ${exportFloor.toFixed(2).padStart(9)} ${''.padStart(17)} ${fmt(exportRatio, 2)}`);
 console.log(`  (the median of ${EXPORT_ROUNDS} paired rounds' ratios: ${exportRatios.map((r) => r.toFixed(2)).join(', ')})`);
+console.log(`  (each round, service : floor, s and CPU s: ${exportTimes.service.map((t, k) => `${t.toFixed(2)}/${(exportCpu.service[k] / 1000).toFixed(2)} : ${exportTimes.floor[k].toFixed(2)}/${(exportCpu.floor[k] / 1000).toFixed(2)}`).join(', ')})`);
 
 console.log(`\naccess log (one info line per request) against none, same database, alternating:`);
 for (const [name, { quiet, logged }] of Object.entries(logCost)) {

@@ -1,4 +1,5 @@
-import type { FieldDef, FieldType } from '../domain/field-types/field-type.ts';
+import { type FieldDef, type FieldType, textColumn } from '../domain/field-types/field-type.ts';
+import { numberType } from '../domain/field-types/number.ts';
 import { fieldType, nullValueOf } from '../domain/field-types/registry.ts';
 import type { FileFormat } from '../domain/file-formats.ts';
 import { SYSTEM_ORDER } from '../domain/row-columns.ts';
@@ -29,7 +30,7 @@ export interface RowFormatter {
 function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
   // One pass over the text, for the delimiter and the other three at once.
   const special = delimiter === ',' ? /[,"\r\n]/ : /[\t"\r\n]/;
-  return (text) => (special.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+  return (text) => (special.test(text) ? `"${text.replaceAll('"', '""')}"` : text);
 }
 
 export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
@@ -57,22 +58,66 @@ export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: st
   }
   const delimiter = format === 'csv' ? (',' as const) : ('\t' as const);
   const cell = cellQuoter(delimiter);
-  // Each field's cell function chosen once, not per cell.
-  const cells = typed.map(({ type }): ((raw: unknown) => string) => {
-    const { textFromDb, toText, fromDb } = type;
-    const text = textFromDb ? (raw: unknown) => textFromDb(raw, dialect) : (raw: unknown) => toText(fromDb(raw, dialect));
-    return type.plainText ? text : (raw) => cell(text(raw));
-  });
+  const cells = typed.map(({ type }) => cellWriter(type, dialect));
+  // A table's rows are mostly written by a few members: the last member id's cell is kept, not tested again.
+  let lastBy: unknown;
+  let lastByCell = '';
+  const byCell = (by: unknown) => (by === lastBy ? lastByCell : (lastByCell = cell((lastBy = by) as string)));
   return {
     header: () => (header ? [...SYSTEM_COLUMNS, ...typed.map((f) => f.code)].map(cell).join(delimiter) + newline : ''),
     line(raw) {
       // Row ids (codes.ts ROW_ID) and timestamps never need quoting; member ids might.
-      let out = `${raw[0]}${delimiter}${raw[1]}${delimiter}${raw[2]}${delimiter}${cell(raw[3] as string)}${delimiter}${cell(raw[4] as string)}`;
+      let out = `${raw[0]}${delimiter}${raw[1]}${delimiter}${raw[2]}${delimiter}${byCell(raw[3])}${delimiter}${byCell(raw[4])}`;
+      // One switch over each field's kind rather than a function per field: the calls of a line were
+      // a good part of its cost (docs/decisions.md, Export).
       for (let i = 0; i < cells.length; i++) {
         const v = raw[system + i];
-        out += delimiter + (v === null || v === undefined ? '' : cells[i](v));
+        if (v === null || v === undefined) {
+          out += delimiter;
+          continue;
+        }
+        const { kind, text } = cells[i];
+        switch (kind) {
+          case CellKind.Stored:
+            out += delimiter + (v as string);
+            break;
+          case CellKind.StoredQuoted:
+            out += delimiter + cell(v as string);
+            break;
+          case CellKind.Number:
+            out += delimiter + (typeof v === 'number' ? String(v) : text(v));
+            break;
+          case CellKind.Plain:
+            out += delimiter + text(v);
+            break;
+          default:
+            out += delimiter + cell(text(v));
+        }
       }
       return out + newline;
     },
   };
+}
+
+const enum CellKind {
+  /** The column's text is the cell's (text, select, date, dateTime: textColumn's codec). */
+  Stored,
+  /** The same, quoted when it needs to be. */
+  StoredQuoted,
+  /** A number: a column value that is a JavaScript number is written as toText writes it, String(n). */
+  Number,
+  /** Through the type, never quoted. */
+  Plain,
+  /** Through the type, quoted when it needs to be. */
+  Quoted,
+}
+
+/** How the cells of one field type are written: the kind, and its text (never null) through the type. */
+function cellWriter(type: FieldType, dialect: Dialect): { kind: CellKind; text: (raw: unknown) => string } {
+  const { textFromDb, toText, fromDb } = type;
+  const text = textFromDb ? (raw: unknown) => textFromDb(raw, dialect) : (raw: unknown) => toText(fromDb(raw, dialect));
+  const stored = !textFromDb && fromDb === textColumn.fromDb && toText === textColumn.toText;
+  if (stored) return { kind: type.plainText ? CellKind.Stored : CellKind.StoredQuoted, text };
+  if (type === numberType) return { kind: CellKind.Number, text };
+  return { kind: type.plainText ? CellKind.Plain : CellKind.Quoted, text };
 }

@@ -14,16 +14,28 @@ export function sameSemantics(conn: SqliteDatabase.Database): void {
 }
 
 /**
- * The connection for reads outside transactions. It maps the first 256 MiB of the database file
- * into memory rather than copy each page it reads out of the OS's cache: a random row by id in a
- * 260 MB file took 9.5 µs instead of 12 (a scratch loop over 200,000 rows), and the service spent
- * 13% less CPU on a get by id, 6-8% on a list page (two builds side by side). The mapped pages are
- * the OS's file cache, counted in the process's RSS as RssFile once touched, never its own heap.
- * Exports read on connections of their own without the map: a whole-table read would map it all.
+ * How much of the database file the request reader maps: all of it, up to the 2 GiB this build of
+ * SQLite allows (SQLITE_MAX_MMAP_SIZE 0x7fff0000; a larger setting is cut to that). Pages past the
+ * map are read with pread(2) into the connection's page cache (16 MB, the build's default).
+ */
+export const READER_MMAP_BYTES = 0x7fff0000;
+
+/**
+ * The connection for reads outside transactions. It maps the database file into memory rather
+ * than copy each page it reads out of the OS's cache: a random row by id in a 260 MB file took
+ * 9.5 µs instead of 12 (a scratch loop over 200,000 rows), and the service spent 13% less CPU on a
+ * get by id, 6-8% on a list page (two builds side by side). The map first covered 256 MiB: a table
+ * loaded after the file had passed that size was read by pread, and a get by id on a 1,000,000-row
+ * table cost 1.46x what it did on a 200,000-row one in the same file (1.15x with the whole file
+ * mapped; docs/decisions.md, Read path per request). The mapped pages are the OS's file cache, the
+ * same pages a pread would have brought in: counted in the process's RSS as RssFile once touched,
+ * shared, clean and dropped by the kernel when memory is short, never the process's own heap
+ * (RssAnon). Exports read on connections of their own without the map: a whole-table read would
+ * map it all.
  */
 export function requestReader(Sqlite: typeof SqliteDatabase, file: string): SqliteDatabase.Database {
   const conn = new Sqlite(file, { readonly: true });
-  conn.pragma('mmap_size = 268435456');
+  conn.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
   sameSemantics(conn);
   return conn;
 }
