@@ -11,11 +11,11 @@
 // - the first page with `expand=customer` against the same page without it: ≥ 0.7 (its customers are
 //   ordinary ones); the same for a page of customer 0's orders, reported (each expanded customer
 //   carries its `orders` value, 20,000 ids);
-// Each comparison also prints the CPU time of the serving process per request (per bulk for the
-// writes), from /proc, a side against the other: on a loaded machine, steadier than throughput.
 // - get of customer 0 (its `orders` value holds 20,000 ids): its time and size, reported;
 // - bulk creates of 1,000 orders each linking a customer against the same orders without the link: ≥ 0.8;
 //   the same into a table whose link is one-way (no inverse field to keep in step), reported.
+// Each comparison also prints the CPU time of the serving process per request (per bulk for the
+// writes), from /proc, a side against the other: on a loaded machine, steadier than throughput.
 //   npm run build && node --import tsx bench/links.ts [orders=200000] [seconds=5]     (BENCH_ROUNDS=3, BENCH_BULKS=5, BENCH_CUSTOMERS=10000)
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
