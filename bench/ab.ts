@@ -146,7 +146,7 @@ async function measured(side: Side, request: LoadRequest): Promise<Measured> {
   return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / Math.max(1, result.rps * SECONDS) };
 }
 
-console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections\n`);
+console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections (bulks: 1)\n`);
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];
