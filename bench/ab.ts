@@ -9,6 +9,12 @@
 //   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
 //   BENCH_ONLY=get,first (default: get,first,paid,amount); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
 //   BENCH_LOG_LEVEL=warn serves both sides without access lines.
+// Links (issue 28): the workloads `orders` (the first page of `rows` orders linked to rows/18
+// customers, each customer's inverse `orders` field holding about 18 ids, as bench/links.ts at
+// 200,000 and 10,000), `expand` (the same page with expand=customer), and bulk creates of 1,000 such
+// orders from one connection: `pair` (linking a customer, with its inverse), `oneway` (a link
+// without inverse) and `nolink` (the same orders without the link). Bulk workloads are not compared
+// for bytes (their answers hold the time of writing).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,7 +23,7 @@ import { build } from 'esbuild';
 import { serviceBundleOptions } from '../scripts/bundle-options.mjs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, startProcess } from './support/processes.ts';
 
 const COMMIT = process.argv[2];
@@ -63,10 +69,26 @@ async function serve(side: Side): Promise<Proc> {
 let loader = await serve('before');
 await createBenchTable(loader.url);
 await loadThroughApi(loader.url, 'bench', N);
+// The linked tables, where a links workload is asked for.
+const LINKS = ['orders', 'expand', 'pair', 'oneway', 'nolink'];
+const CUSTOMERS = Math.max(2, Math.round(N / 18));
+const customerId = (i: number) => `cust-${i % CUSTOMERS}`;
+if (ONLY.some((w) => LINKS.includes(w))) {
+  const pairs = { table: 'customers', inverse: { code: 'orders' } };
+  await api(loader.url, 'POST', '/api/tables', { code: 'customers', name: 'Customers', fields: [{ code: 'name', type: 'text' }, { code: 'country', type: 'text' }] });
+  await createBenchTable(loader.url, 'orders', [{ code: 'customer', type: 'link', options: pairs }]);
+  await createBenchTable(loader.url, 'oneway', [{ code: 'customer', type: 'link', options: { table: 'customers' } }]);
+  for (let k = 0; k < CUSTOMERS; k += 1000) {
+    const data = Array.from({ length: Math.min(1000, CUSTOMERS - k) }, (_, j) => ({ id: customerId(k + j), values: { name: `Customer ${k + j}`, country: 'JP' } }));
+    await api(loader.url, 'POST', '/api/tables/customers/rows-bulk', { data });
+  }
+  await loadThroughApi(loader.url, 'orders', N, (i) => ({ customer: customerId((i * 7919) % CUSTOMERS) }));
+}
 await loader.stop();
 const servers: Record<Side, Proc> = { before: await serve('before'), after: await serve('after') };
 
 let k = 0;
+let made = 0;
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
 const workloads: Record<string, LoadRequest> = {
@@ -79,12 +101,36 @@ const workloads: Record<string, LoadRequest> = {
     headers: auth,
   },
   amount: { path: `/api/tables/bench/rows?sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`, headers: auth },
+  orders: { path: '/api/tables/orders/rows', headers: auth },
+  expand: { path: '/api/tables/orders/rows?expand=customer', headers: auth },
+  pair: bulkOf('orders', true),
+  oneway: bulkOf('oneway', true),
+  nolink: bulkOf('orders', false),
 };
+const BULKS = ['pair', 'oneway', 'nolink'];
+
+/** Bulk creates of 1,000 new orders (ids never repeated across both sides), linking a customer each or not. */
+function bulkOf(table: string, linked: boolean): LoadRequest {
+  const source = [...ds.rows(1000, 11)].map((r) => r.values);
+  return {
+    method: 'POST',
+    path: `/api/tables/${table}/rows-bulk`,
+    headers: auth,
+    body: () =>
+      JSON.stringify({
+        data: source.map((values) => {
+          const i = made++;
+          return { id: `bulk-${i}`, values: linked ? { ...values, customer: customerId(i * 104729) } : values };
+        }),
+      }),
+  };
+}
 
 // Both sides answer the same bytes (the change must not move any).
 for (const name of ONLY) {
   const request = workloads[name];
   if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
+  if (BULKS.includes(name)) continue;
   const path1 = typeof request.path === 'function' ? request.path() : request.path;
   // (nextUrl names each server's own address.)
   const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
@@ -95,11 +141,12 @@ type Measured = Load & { cpuUs: number };
 async function measured(side: Side, request: LoadRequest): Promise<Measured> {
   const pid = servers[side].child.pid as number;
   const before = cpuMs(pid).total;
-  const result = await load(servers[side].url, request, SECONDS);
+  // Bulks from one connection, one after another (as bench/links.ts sends them).
+  const result = await load(servers[side].url, request, SECONDS, request.method === 'POST' ? 1 : 10);
   return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / Math.max(1, result.rps * SECONDS) };
 }
 
-console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections\n`);
+console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections (bulks: 1)\n`);
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];

@@ -14,12 +14,14 @@
 // - get of customer 0 (its `orders` value holds 20,000 ids): its time and size, reported;
 // - bulk creates of 1,000 orders each linking a customer against the same orders without the link: ≥ 0.8;
 //   the same into a table whose link is one-way (no inverse field to keep in step), reported.
+// Each comparison also prints the CPU time of the serving process per request (per bulk for the
+// writes), from /proc, a side against the other: on a loaded machine, steadier than throughput.
 //   npm run build && node --import tsx bench/links.ts [orders=200000] [seconds=5]     (BENCH_ROUNDS=3, BENCH_BULKS=5, BENCH_CUSTOMERS=10000)
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
-import { BENCH_KEY, benchDatabase, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, cpuMs, startFloor, startService } from './support/processes.ts';
 import { edgesOf } from '../src/domain/field-types/link.ts';
 import type { FieldDef } from '../src/domain/field-types/field-type.ts';
 import { fieldColumn } from '../src/domain/row-columns.ts';
@@ -106,33 +108,44 @@ interface Figure {
   ratio: number;
   ratios: number[];
   goal: number;
+  /** The serving process's CPU time per answered request, in µs (median of the rounds), per side: steadier than throughput on a loaded machine. */
+  cpu?: [number, number];
 }
 const figures: Figure[] = [];
 
-/** Two loads against each other in paired rounds: throughput, the median of the rounds' ratios. */
-async function compare(what: string, goal: number, [a, baseA, reqA]: [string, string, LoadRequest], [b, baseB, reqB]: [string, string, LoadRequest]): Promise<void> {
+/** One load, with the CPU time its serving process spent per answered request (from /proc: other load barely moves it). */
+async function measuredLoad(base: string, request: LoadRequest, pid: number | undefined): Promise<Load & { cpuUs: number }> {
+  const before = pid === undefined ? 0 : cpuMs(pid).total;
+  const result = await load(base, request, SECONDS);
+  const cpuUs = pid === undefined ? NaN : ((cpuMs(pid).total - before) * 1000) / Math.max(1, result.rps * SECONDS);
+  return { ...result, cpuUs };
+}
+
+/** Two loads against each other in paired rounds: throughput, the median of the rounds' ratios; and each side's CPU per request. */
+async function compare(what: string, goal: number, [a, baseA, reqA, pidA]: [string, string, LoadRequest, number?], [b, baseB, reqB, pidB]: [string, string, LoadRequest, number?]): Promise<void> {
   await load(baseA, reqA, 1); // warm-up, both
   await load(baseB, reqB, 1);
-  const runs = await pairedRounds(ROUNDS, [a, b], (side) => (side === a ? load(baseA, reqA, SECONDS) : load(baseB, reqB, SECONDS)));
+  const runs = await pairedRounds(ROUNDS, [a, b], (side) => (side === a ? measuredLoad(baseA, reqA, pidA) : measuredLoad(baseB, reqB, pidB)));
   const ratios = runs[a].map((r, k) => r.rps / runs[b][k].rps);
   for (const side of [a, b]) {
     const m = medianOf(runs[side]);
     if (m.non2xx > 0 || m.errors > 0) console.log(`  ! ${what}, ${side}: ${m.non2xx} non-2xx, ${m.errors} errors`);
   }
-  figures.push({ what, a, b, unit: 'req/s', sideA: medianOf(runs[a]).rps, sideB: medianOf(runs[b]).rps, ratio: median(ratios), ratios, goal });
+  const cpu: [number, number] = [median(runs[a].map((r) => r.cpuUs)), median(runs[b].map((r) => r.cpuUs))];
+  figures.push({ what, a, b, unit: 'req/s', sideA: medianOf(runs[a]).rps, sideB: medianOf(runs[b]).rps, ratio: median(ratios), ratios, goal, cpu });
 }
 
 await compare(
   'customer _some {country "JP"}, amount desc',
   0.8,
-  ['service', service.url, { path: japanPath, headers: auth }],
-  ['floor', floor.url, { path: '/linkedSome?v=JP' }],
+  ['service', service.url, { path: japanPath, headers: auth }, service.child.pid],
+  ['floor', floor.url, { path: '/linkedSome?v=JP' }, floor.child.pid],
 );
 await compare(
   'first page, expand=customer',
   0.7,
-  ['expand', service.url, { path: '/api/tables/orders/rows?expand=customer', headers: auth }],
-  ['plain', service.url, { path: '/api/tables/orders/rows', headers: auth }],
+  ['expand', service.url, { path: '/api/tables/orders/rows?expand=customer', headers: auth }, service.child.pid],
+  ['plain', service.url, { path: '/api/tables/orders/rows', headers: auth }, service.child.pid],
 );
 // Five rows a page: each expanded one carries customer 0's 20,000 ids (about 0.8 MB).
 const fanOutPage = `/api/tables/orders/rows?pageSize=5&filter=${q({ values: { customer: { _eq: customerId(0) } } })}`;
@@ -176,8 +189,10 @@ const ordinary = await load(service.url, { path: `/api/tables/customers/rows/${c
 
 /** Rows per second of BULKS bulk creates of 1,000 orders into `table`, one after another. */
 let made = 0;
-async function bulks(table: string, linked: boolean): Promise<number> {
+async function bulks(table: string, linked: boolean): Promise<{ rate: number; cpuUs: number }> {
   const source = [...ds.rows(1000, 11)];
+  const pid = service.child.pid as number;
+  const cpuBefore = cpuMs(pid).total;
   const started = process.hrtime.bigint();
   for (let k = 0; k < BULKS; k++) {
     const data = source.map((r) => {
@@ -188,7 +203,7 @@ async function bulks(table: string, linked: boolean): Promise<number> {
     if (!res.ok) throw new Error(`rows-bulk → ${res.status}: ${(await res.text()).slice(0, 300)}`);
     await res.arrayBuffer();
   }
-  return (BULKS * 1000) / (Number(process.hrtime.bigint() - started) / 1e9);
+  return { rate: (BULKS * 1000) / (Number(process.hrtime.bigint() - started) / 1e9), cpuUs: ((cpuMs(pid).total - cpuBefore) * 1000) / BULKS };
 }
 for (const [table, what, goal] of [
   ['orders', 'bulk create of 1,000 orders', 0.8],
@@ -197,8 +212,19 @@ for (const [table, what, goal] of [
   await bulks(table, true); // warm-up, both
   await bulks(table, false);
   const runs = await pairedRounds(ROUNDS, ['linked', 'unlinked'] as const, (side) => bulks(table, side === 'linked'));
-  const ratios = runs.linked.map((r, k) => r / runs.unlinked[k]);
-  figures.push({ what, a: 'with link', b: 'without', unit: 'rows/s', sideA: median(runs.linked), sideB: median(runs.unlinked), ratio: median(ratios), ratios, goal });
+  const ratios = runs.linked.map((r, k) => r.rate / runs.unlinked[k].rate);
+  figures.push({
+    what,
+    a: 'with link',
+    b: 'without',
+    unit: 'rows/s',
+    sideA: median(runs.linked.map((r) => r.rate)),
+    sideB: median(runs.unlinked.map((r) => r.rate)),
+    ratio: median(ratios),
+    ratios,
+    goal,
+    cpu: [median(runs.linked.map((r) => r.cpuUs)), median(runs.unlinked.map((r) => r.cpuUs))],
+  });
 }
 
 await service.stop();
@@ -208,9 +234,10 @@ fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(9);
 console.log(`\n${N} orders linked to ${CUSTOMERS} customers on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds (${SECONDS} s a side for the reads, ${BULKS} bulks a side for the writes); the ratio is the median of the rounds'; reads from 10 connections\n`);
-console.log(`${'workload'.padEnd(44)} ${'side a'.padStart(24)} ${'side b'.padStart(24)} ${'ratio'.padStart(6)}   rounds`);
+console.log(`${'workload'.padEnd(44)} ${'side a'.padStart(24)} ${'side b'.padStart(24)} ${'ratio'.padStart(6)}   rounds; CPU of the serving process a : b (µs per request or bulk; b : a)`);
 for (const f of figures) {
-  console.log(`${f.what.padEnd(44)} ${`${f.a} ${fmt(f.sideA)} ${f.unit}`.padStart(24)} ${`${f.b} ${fmt(f.sideB)} ${f.unit}`.padStart(24)} ${f.ratio.toFixed(2).padStart(6)}   ${f.ratios.map((r) => r.toFixed(2)).join(', ')}`);
+  const cpu = f.cpu ? `; CPU ${f.cpu[0].toFixed(0)} : ${f.cpu[1].toFixed(0)} (${(f.cpu[1] / f.cpu[0]).toFixed(2)})` : '';
+  console.log(`${f.what.padEnd(44)} ${`${f.a} ${fmt(f.sideA)} ${f.unit}`.padStart(24)} ${`${f.b} ${fmt(f.sideB)} ${f.unit}`.padStart(24)} ${f.ratio.toFixed(2).padStart(6)}   ${f.ratios.map((r) => r.toFixed(2)).join(', ')}${cpu}`);
 }
 console.log(
   `\nget of customer 0 (${bigLinks} linked orders), one connection: ${(bigBytes / 1024).toFixed(0)} KiB, mean ${fanOut.mean.toFixed(2)} ms, p99 ${fanOut.p99.toFixed(1)} ms, ${fanOut.rps.toFixed(0)} req/s` +

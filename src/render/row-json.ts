@@ -7,6 +7,7 @@ import { holdsJsonText, rowRecord } from '../domain/row-record.ts';
 import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
 import type { Expanded, Expansion } from '../store/links/expand.ts';
+import type { Utf8Out } from './utf8-out.ts';
 
 /**
  * Row records (the seed spec's single-row shape) written as JSON text straight from the columns
@@ -77,24 +78,31 @@ function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dia
   return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
 }
 
-/** Records as a JSON array's text. */
-export function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+/** Records as a JSON array's text, written to `out`. */
+export function writeRecords(out: Utf8Out, table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): void {
   // Where no column holds JSON text to be written as it is (PostgreSQL's jsonb arrives decoded),
   // the records as values written by one JSON.stringify, the same text: a 51-row page of the
   // benchmark table took about a quarter less CPU than rendering each value's text (issue 27).
   if (links === undefined && expanded === undefined && !rows.some((row) => holdsJsonText(table, row))) {
-    return JSON.stringify(rows.map((row) => rowRecord(table, row, dialect)));
+    out.text(JSON.stringify(rows.map((row) => rowRecord(table, row, dialect))));
+    return;
   }
-  let out = '[';
-  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + recordJson(table, rows[i], dialect, links, expanded);
-  return `${out}]`;
+  out.text('[');
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) out.text(',');
+    out.text(recordJson(table, rows[i], dialect, links, expanded));
+  }
+  out.text(']');
 }
 
-/** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer. */
-export function writtenRecordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
-  let out = '[';
-  for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + writtenRecordJson(table, rows[i], dialect, links, expanded);
-  return `${out}]`;
+/** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer, written to `out`. */
+export function writeWrittenRecords(out: Utf8Out, table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): void {
+  out.text('[');
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) out.text(',');
+    out.text(writtenRecordJson(table, rows[i], dialect, links, expanded));
+  }
+  out.text(']');
 }
 
 /** A batch's answer: `{data: [{type, row}]}`, each row of its own table (null after a delete). */

@@ -8,7 +8,8 @@ import type { Files } from '../files/files.ts';
 import type { RowReadPlan } from '../plan/row-plans.ts';
 import type { Dialect } from '../store/dialect.ts';
 import type { Expanded } from '../store/links/expand.ts';
-import { JSON_TYPE, batchJson, recordsJson, writtenRecordJson, writtenRecordsJson } from './row-json.ts';
+import { JSON_TYPE, batchJson, writeRecords, writeWrittenRecords, writtenRecordJson } from './row-json.ts';
+import { Utf8Out } from './utf8-out.ts';
 
 /**
  * The render stage of the rows routes: records as JSON, a page's nextUrl and Link header, and the
@@ -43,7 +44,11 @@ export async function sendRecord(deps: RenderDeps, reply: FastifyReply, table: T
 /** Rows of one table as `{"data": [...]}`: the bulk writes. */
 export async function sendRecords(deps: RenderDeps, reply: FastifyReply, table: TableDef, rows: readonly RawRow[], expanded?: Expanded): Promise<FastifyReply> {
   const links = table.hasFiles ? await tableLinks(deps.files, table, rows) : undefined;
-  return reply.type(JSON_TYPE).send(`{"data":${writtenRecordsJson(table, rows, deps.database.dialect, links, expanded)}}`);
+  const out = new Utf8Out(rows.length * 512);
+  out.text('{"data":');
+  writeWrittenRecords(out, table, rows, deps.database.dialect, links, expanded);
+  out.text('}');
+  return reply.type(JSON_TYPE).send(out.bytes());
 }
 
 /**
@@ -65,7 +70,11 @@ export async function sendPage(
     reply.header('link', `<${nextUrl}>; rel="next"`);
   }
   const links = plan.table.hasFiles ? await tableLinks(deps.files, plan.table, page.rows) : undefined;
-  return reply.type(JSON_TYPE).send(`{"data":${recordsJson(plan.table, page.rows, deps.database.dialect, links, expanded)},"nextUrl":${JSON.stringify(nextUrl)}}`);
+  const out = new Utf8Out(page.rows.length * (expanded === undefined ? 512 : 1536));
+  out.text('{"data":');
+  writeRecords(out, plan.table, page.rows, deps.database.dialect, links, expanded);
+  out.text(`,"nextUrl":${JSON.stringify(nextUrl)}}`);
+  return reply.type(JSON_TYPE).send(out.bytes());
 }
 
 /** What each operation of a batch did, in order. */

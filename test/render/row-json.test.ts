@@ -1,9 +1,29 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { recordJson, recordsJson } from '../../src/render/row-json.ts';
+import type { RawRow } from '../../src/domain/row.ts';
+import type { TableDef } from '../../src/domain/table.ts';
+import { recordJson, writeRecords } from '../../src/render/row-json.ts';
+import { Utf8Out } from '../../src/render/utf8-out.ts';
+import type { Dialect } from '../../src/store/dialect.ts';
 import { RowStore } from '../../src/store/rows.ts';
 import { TableCatalog } from '../../src/store/table-catalog.ts';
 import { type TestApp, eachDatabase, startApp, uploadFile } from '../support/harness.ts';
+
+/** writeRecords' bytes as text, from a buffer of 16 bytes to begin with (grown as the records are written). */
+function recordsJson(table: TableDef, rows: readonly RawRow[], dialect: Dialect): string {
+  const out = new Utf8Out(16);
+  writeRecords(out, table, rows, dialect);
+  return out.bytes().toString('utf8');
+}
+
+it('Utf8Out writes each piece as UTF-8, growing past any piece', () => {
+  const pieces = ['{', '"東京":', '"😀', 'x'.repeat(40), '\u2028 café"', '', 'é'.repeat(100), '}', '😀'.repeat(3000)];
+  for (const capacity of [1, 7, 64, 100_000]) {
+    const out = new Utf8Out(capacity);
+    for (const p of pieces) out.text(p);
+    assert.deepEqual(out.bytes(), Buffer.from(pieces.join('')), `capacity ${capacity}`);
+  }
+});
 
 /** Records rendered straight from the columns are the very text of the decoded record, for every field type and awkward value. */
 eachDatabase('records rendered as JSON text', (kind) => {

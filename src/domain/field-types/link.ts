@@ -51,6 +51,9 @@ export function linkIds(value: unknown): string[] {
 export function decodeLink(raw: unknown, codec: ValueCodec): unknown {
   if (raw === null || raw === undefined) return null;
   if (typeof raw === 'string' && raw[0] !== '"' && raw[0] !== '[') return raw;
+  // A single link as SQLite holds it: a JSON string, without escapes (a row id needs none), read
+  // without the parser (twice per row of an expanded page: its ids gathered, then rendered).
+  if (typeof raw === 'string' && raw[0] === '"' && raw.indexOf('\\') === -1) return raw.slice(1, -1);
   return codec.decodeJson(raw);
 }
 
