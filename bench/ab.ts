@@ -8,7 +8,9 @@
 // machine compare only within a run.
 //   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
 //   BENCH_ONLY=get,first (default: get,first,paid,amount); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
-//   BENCH_LOG_LEVEL=warn serves both sides without access lines.
+//   BENCH_LOG_LEVEL=warn serves both sides without access lines. `bulk`: 1,000-row bulk creates of
+//   full dataset rows (ids made by the service), from 2 connections. On PostgreSQL each side's
+//   figures add the database's CPU per request (all its processes', while that side alone is loaded).
 // Links (issue 28): the workloads `orders` (the first page of `rows` orders linked to rows/18
 // customers, each customer's inverse `orders` field holding about 18 ids, as bench/links.ts at
 // 200,000 and 10,000), `expand` (the same page with expand=customer), and bulk creates of 1,000 such
@@ -24,7 +26,8 @@ import { serviceBundleOptions } from '../scripts/bundle-options.mjs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
-import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, startProcess } from './support/processes.ts';
+import pg from 'pg';
+import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, databaseCpuMs, freePort, startProcess } from './support/processes.ts';
 
 const COMMIT = process.argv[2];
 if (!COMMIT) throw new Error('usage: node --import tsx bench/ab.ts <commit> [rows] [seconds]');
@@ -106,8 +109,11 @@ const workloads: Record<string, LoadRequest> = {
   pair: bulkOf('orders', true),
   oneway: bulkOf('oneway', true),
   nolink: bulkOf('orders', false),
+  bulk: { method: 'POST', path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
 };
-const BULKS = ['pair', 'oneway', 'nolink'];
+const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
+/** Writes answer rows of their own (new ids and times): not compared for bytes, and loaded from fewer connections. */
+const writes = new Set(['pair', 'oneway', 'nolink', 'bulk']);
 
 /** Bulk creates of 1,000 new orders (ids never repeated across both sides), linking a customer each or not. */
 function bulkOf(table: string, linked: boolean): LoadRequest {
@@ -129,30 +135,35 @@ function bulkOf(table: string, linked: boolean): LoadRequest {
 // Both sides answer the same bytes (the change must not move any).
 for (const name of ONLY) {
   const request = workloads[name];
+  if (request && writes.has(name)) continue;
   if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
-  if (BULKS.includes(name)) continue;
   const path1 = typeof request.path === 'function' ? request.path() : request.path;
   // (nextUrl names each server's own address.)
   const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
   if (a !== b) throw new Error(`${name}: the two builds answer differently:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
 }
 
-type Measured = Load & { cpuUs: number };
-async function measured(side: Side, request: LoadRequest): Promise<Measured> {
+const database = postgres ? new pg.Client({ connectionString: postgres.url }) : null;
+await database?.connect();
+type Measured = Load & { cpuUs: number; dbUs: number };
+async function measured(side: Side, request: LoadRequest, connections: number): Promise<Measured> {
   const pid = servers[side].child.pid as number;
   const before = cpuMs(pid).total;
-  // Bulks from one connection, one after another (as bench/links.ts sends them).
-  const result = await load(servers[side].url, request, SECONDS, request.method === 'POST' ? 1 : 10);
-  return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / Math.max(1, result.rps * SECONDS) };
+  const dbBefore = database ? await databaseCpuMs(database) : 0;
+  const result = await load(servers[side].url, request, SECONDS, connections);
+  const answered = Math.max(1, result.rps * SECONDS);
+  const dbUs = database ? ((await databaseCpuMs(database)) - dbBefore) * 1000 / answered : 0;
+  return { ...result, cpuUs: ((cpuMs(pid).total - before) * 1000) / answered, dbUs };
 }
 
-console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections (bulks: 1)\n`);
+console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${process.env.BENCH_LOG_LEVEL ?? 'info'}: ${commit} (before) against the working tree (after), ${ROUNDS} paired rounds of ${SECONDS} s a side, 10 connections (bulks: 1, bulk: 2)\n`);
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];
-  await measured('before', request); // warm-up, both
-  await measured('after', request);
-  const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request));
+  const connections = name === 'bulk' ? 2 : writes.has(name) ? 1 : 10;
+  await measured('before', request, connections); // warm-up, both
+  await measured('after', request, connections);
+  const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request, connections));
   const ratios = runs.after.map((m, i) => m.rps / runs.before[i].rps);
   const med = (xs: Measured[], f: (m: Measured) => number) => median(xs.map(f));
   const failures = [...runs.before, ...runs.after].reduce((n, m) => n + m.errors + m.non2xx, 0);
@@ -160,9 +171,11 @@ for (const name of ONLY) {
     `${name.padEnd(10)} ${med(runs.before, (m) => m.rps).toFixed(0).padStart(10)} ${med(runs.after, (m) => m.rps).toFixed(0).padStart(10)} ${median(ratios).toFixed(3).padStart(12)}   ` +
       `${med(runs.before, (m) => m.cpuUs).toFixed(0)} : ${med(runs.after, (m) => m.cpuUs).toFixed(0)}   ` +
       `(ratios ${ratios.map((r) => r.toFixed(2)).join(', ')}; CPU ${runs.before.map((m, i) => `${m.cpuUs.toFixed(0)}:${runs.after[i].cpuUs.toFixed(0)}`).join(', ')})` +
+      (database ? `; PostgreSQL's CPU µs/request ${med(runs.before, (m) => m.dbUs).toFixed(0)} : ${med(runs.after, (m) => m.dbUs).toFixed(0)} (${runs.before.map((m, i) => `${m.dbUs.toFixed(0)}:${runs.after[i].dbUs.toFixed(0)}`).join(', ')})` : '') +
       (failures > 0 ? `  ! ${failures} errors or non-2xx` : ''),
   );
 }
+await database?.end();
 for (const s of Object.values(servers)) await s.stop();
 await postgres?.stop();
 fs.rmSync(dir, { recursive: true, force: true });

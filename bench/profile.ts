@@ -10,8 +10,8 @@
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
 // PROFILE_LOG_LEVEL=info runs the service as users do by default, with its access log (stdout read by this process).
-// Beside the profile: the server process's CPU per request, and on PostgreSQL the database's (its
-// connections' processes), with its transactions, statements' rows and WAL records per request.
+// Beside the profile: the server process's CPU per request, and on PostgreSQL the database's (all
+// its processes, those that ended included: databaseCpuMs), with its transactions, statements' rows and WAL records per request.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,7 +22,7 @@ import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
 import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 import { load } from './support/load.ts';
-import { BENCH_KEY, ROOT, cpuMs, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, cpuMs, databaseCpuMs, startFloor, startService } from './support/processes.ts';
 import pg from 'pg';
 
 const WORKLOAD = process.argv[2] ?? 'get';
@@ -95,24 +95,15 @@ function summarise(profile: Profile, fromMs: number, toMs: number, requests: num
 }
 
 /**
- * PostgreSQL: what the database has done so far for the connections to it: its processes' CPU time
- * (ms; the connections open now, which the services' pools keep), committed transactions, rows
- * inserted and updated, WAL records and bytes. null on SQLite.
+ * PostgreSQL: what the database has done so far: its processes' CPU time (ms, databaseCpuMs),
+ * committed transactions, rows inserted and updated, WAL records and bytes. null on SQLite.
  */
 async function databaseActivity(): Promise<{ cpuMs: number; xacts: number; inserted: number; updated: number; walRecords: number; walBytes: number } | null> {
   if (!postgres) return null;
   const client = new pg.Client({ connectionString: postgres.url });
   await client.connect();
   try {
-    const { rows: pids } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-    let cpu = 0;
-    for (const { pid } of pids) {
-      try {
-        cpu += cpuMs(pid).total;
-      } catch {
-        // the connection ended meanwhile
-      }
-    }
+    const cpu = await databaseCpuMs(client);
     // Statistics are flushed by each backend at most once a second: give them time.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     await client.query('select pg_stat_clear_snapshot()');

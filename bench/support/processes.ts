@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -131,6 +132,37 @@ export function cpuMs(pid: number): { user: number; system: number; total: numbe
   const user = Number(fields[11]) * 10;
   const system = Number(fields[12]) * 10;
   return { user, system, total: user + system };
+}
+
+const postmasters = new WeakMap<pg.Client, number>();
+
+/**
+ * PostgreSQL: the CPU time (ms) the database server has used so far, all its processes: the
+ * postmaster's, its children's alive now (connections, the WAL writer, the checkpointer,
+ * autovacuum), and those of its children that ended (counted into the postmaster's when it reaped
+ * them: a pool that ends idle connections takes nothing away). The server must run on this machine.
+ */
+export async function databaseCpuMs(client: pg.Client): Promise<number> {
+  let postmaster = postmasters.get(client);
+  if (postmaster === undefined) {
+    const { rows: [{ dir }] } = await client.query<{ dir: string }>('select current_setting($1) as dir', ['data_directory']);
+    postmaster = Number(fs.readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    postmasters.set(client, postmaster);
+  }
+  const stat = (pid: string | number) => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const own = stat(postmaster);
+  // utime, stime, and the reaped children's cutime, cstime (clock ticks of 10 ms).
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const f = stat(pid);
+      if (Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // ended meanwhile: counted into the postmaster's once reaped
+    }
+  }
+  return ticks * 10;
 }
 
 /** Samples the VmRSS of `pid` every `everyMs` while `work` runs: its peak (from `start` on), the sample count, the longest gap between samples. */

@@ -133,16 +133,16 @@ export class ChangeLog implements EntryMaker {
   }
 
   /**
-   * PostgreSQL, in the transaction `tx`: `insert` (a multi-row insert of `n` rows, returning every
-   * column) run with its rows' create entries in one statement (insertedWithEntries): none of them
-   * is rendered or sent by JavaScript, but the system fields every one shares (new rows of `ctx`,
-   * RowStore.newRow). The transaction's entries of the table noted before are written first, so
-   * numbers follow the order of the operations.
+   * PostgreSQL, in the transaction `tx`: new rows of the table (each as RowStore.newRow makes them,
+   * for `ctx`) inserted with their create entries in one statement (insertedWithEntries): none of
+   * them is rendered or sent by JavaScript, but the system fields every one shares. The
+   * transaction's entries of the table noted before are written first, so numbers follow the
+   * order of the operations.
    */
-  async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, insert: CompiledQuery, n: number): Promise<void> {
+  async insertWithEntries(tx: Db, table: TableDef, ctx: { memberId: string; now: string }, rows: readonly (readonly unknown[])[]): Promise<void> {
     if (!tx.isTransaction) throw new Error('ChangeLog.insertWithEntries: PostgreSQL, in a transaction');
     await this.writeNoted(tx, this.pendingOf(tx, table, ctx));
-    await this.numbering.insertWithEntries(tx, table, ctx, insert, n, this);
+    await this.numbering.insertWithEntries(tx, table, ctx, rows, this);
   }
 
   /**

@@ -131,8 +131,11 @@ export interface ChangeNumbering {
    * after the table's entries `pending` holds (which it empties).
    */
   insertedRows(tx: Db, pending: PendingEntries, ctx: EntryContext, first: number, last: number, log: EntryMaker): void;
-  /** PostgreSQL: a multi-row insert run with its rows' create entries (ChangeLog.insertWithEntries). */
-  insertWithEntries(tx: Db, table: TableDef, ctx: EntryContext, insert: CompiledQuery, n: number, log: EntryMaker): Promise<void>;
+  /**
+   * PostgreSQL: new rows (each as RowStore.newRow makes them: every column, the system columns
+   * those of new rows of `ctx`) inserted with their create entries (ChangeLog.insertWithEntries).
+   */
+  insertWithEntries(tx: Db, table: TableDef, ctx: EntryContext, rows: readonly (readonly unknown[])[], log: EntryMaker): Promise<void>;
   /**
    * In the transaction `tx`, no entry of the table pending: `update` (PostgreSQL: returning every
    * column and `rh_k`, the row's place in `ids`) run with each row's update entry naming

@@ -407,10 +407,9 @@ export class RowStore {
     // On PostgreSQL in a transaction, each statement writes its rows' entries too (ChangeLog.insertWithEntries).
     const withEntries = this.changes !== undefined && this.dialect.writingWith && db.isTransaction;
     const statement = (n: number) =>
-      this.template(db, table, `insert-many:${n}${withEntries ? ':returning' : ''}`, (d, arg) => {
-        const insert = d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)]))));
-        return withEntries ? insert.returning(columns) : insert;
-      });
+      this.template(db, table, `insert-many:${n}`, (d, arg) =>
+        d.insertInto(table.physical).values(Array.from({ length: n }, (_, r) => Object.fromEntries(columns.map((c, k) => [c, arg(r * columns.length + k)])))),
+      );
     /** The error of a failed statement that inserted rows `from`…: the row whose id exists, if it names one. */
     const failure = (err: unknown, from: number, k: number) =>
       k >= 0 ? at(from + k, rowExists(items[from + k].id)) : (toServiceError(err, this.dialect, { kind: 'rows' }) ?? err);
@@ -433,9 +432,8 @@ export class RowStore {
       for (let i = 0; i < rows.length; i += perStatement) {
         const chunk = rows.slice(i, i + perStatement);
         try {
-          const insert = statement(chunk.length);
-          if (withEntries) await this.changes?.insertWithEntries(db, table, ctx, insert.with(chunk.flat()), chunk.length);
-          else await insert.run(db, chunk.flat());
+          if (withEntries) await this.changes?.insertWithEntries(db, table, ctx, chunk);
+          else await statement(chunk.length).run(db, chunk.flat());
         } catch (err) {
           throw failure(err, i, duplicateRow(err, this.dialect, items.slice(i, i + chunk.length).map((x) => x.id)));
         }

@@ -115,6 +115,18 @@ eachDatabase('changes: the log and its feed', (kind) => {
     assert.deepEqual((await all(code)).map((c) => c.rowId), ['r1']);
   });
 
+  it("numbers a bulk create's rows in the order sent, not by id, each entry the row as answered", async () => {
+    const { code } = await table();
+    // Ids out of their sort order, and rows without one (the service makes theirs).
+    const data = Array.from({ length: 30 }, (_, i) => ({ ...(i % 5 === 4 ? {} : { id: `r${(i * 17) % 30}-${'zyxw'[i % 4]}` }), values: { n: i, title: i % 3 === 0 ? null : `t"${i}'\\` } }));
+    const r = await t.post(`/api/tables/${code}/rows-bulk`, { data });
+    assert.equal(r.status, 201, r.text);
+    const changes = await all(code);
+    assert.deepEqual(changes.map((c) => [c.sequence, c.type]), data.map((_, i) => [i + 1, 'create']));
+    assert.deepEqual(changes.map((c) => c.rowId), r.body.data.map((row: { id: string }) => row.id));
+    assert.deepEqual(changes.map((c) => c.row), r.body.data);
+  });
+
   it('pages by nextCursor: the last sequence returned, or `after` when none', async () => {
     const { code } = await table();
     const data = Array.from({ length: 25 }, (_, i) => ({ id: `r${i}`, values: { n: i } }));

@@ -1,5 +1,5 @@
 import { CompiledQuery, sql } from 'kysely';
-import { changeNumbers } from '../../domain/row-columns.ts';
+import { SYSTEM_ORDER, changeNumbers } from '../../domain/row-columns.ts';
 import { newRowSystemJson } from '../../domain/record-system-json.ts';
 import type { TableDef } from '../../domain/table.ts';
 import { TableMemo } from '../../domain/compiled-table.ts';
@@ -8,7 +8,7 @@ import { type AnswerWithWrite, ENTRY_COLUMNS, type EntryMaker, type LoneWrite, P
 import type { ChangeNumbering, EntryContext } from '../dialect.ts';
 import { recordJsonSql } from '../record-json-sql.ts';
 import { guardCte, readableThrough, tableBits } from './change-guards.ts';
-import { postgresDialect } from './dialect.ts';
+import { postgresBoundType, postgresDialect } from './dialect.ts';
 
 /**
  * PostgreSQL's change numbering: entries take their numbers from the table's sequence
@@ -31,17 +31,31 @@ function bothStatement(tableId: string, n: number): string {
 }
 
 /**
- * PostgreSQL: a multi-row insert (`insert`, returning every column; $1… its own parameters) and
- * its rows' create entries in one statement, numbered in the order the rows were written after the
- * guard is held, the records rendered by the database. Binds after the insert's own: table id, the
- * table's bits, occurredAt, member id, the records' system fields (newRowSystemJson).
+ * PostgreSQL: new rows of the table inserted from one array per column (unnest), returning every
+ * column, and their create entries in the same statement, numbered in the order of the arrays
+ * after the guard is held, the records rendered by the database. Binds $1 the rows' ids (text[]),
+ * $2 the time they were made (and updated) at, $3 the member who made them, $4… each field's
+ * values (an array of its column's type, in the order of the fields), then the table id, the
+ * table's bits and the records' system fields (newRowSystemJson). One text per table version,
+ * whatever the number of rows, so it is prepared: a multi-row VALUES list bound every value as a
+ * parameter of its own (14,000 for 1,000 rows of nine fields) and was parsed and planned anew
+ * for each statement (docs/decisions.md, "Write path per request").
  */
-function insertedWithEntries(table: TableDef, insert: string, params: number): string {
-  const [id, bits, at, member, system] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
-  return `with w as (${insert}),
+function insertedWithEntries(table: TableDef): string {
+  const { columns, fields } = table.compiled;
+  const after = 3 + fields.length;
+  const [id, bits, system] = [1, 2, 3].map((k) => `$${after + k}`);
+  // The system columns first, in SYSTEM_ORDER (RowStore.newRow fills them so): id, made at, updated at, by, updated by.
+  const from = ['u.id', '$2::timestamptz', '$2::timestamptz', '$3::text', '$3::text', ...fields.map((_, k) => `u.f${k}`)];
+  const arrays = ['$1::text[]', ...fields.map((f, k) => `$${4 + k}::${postgresBoundType(f.type.column)}[]`)];
+  const names = ['id', ...fields.map((_, k) => `f${k}`)];
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  return `with w as (insert into "${table.physical}" (${list})
+      select ${from.join(', ')} from unnest(${arrays.join(', ')}) with ordinality as u(${names.join(', ')}, k) order by u.k
+      returning ${list}),
     ${guardCte(table.id, bits)},
     e as (insert into rh_changes (${ENTRY_COLUMNS})
-      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', postgresDialect, `${system}::text`)}, null, ${at}::timestamptz, ${member}::text
+      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), 'create', w."id", ${recordJsonSql(table, 'w', postgresDialect, `${system}::text`)}, null, $2::timestamptz, $3::text
       from g, w)
     select count(*) as written from w`;
 }
@@ -131,9 +145,16 @@ export function postgresChangeNumbering(prepare: (text: string) => void): Change
     insertedRows: () => {
       throw new Error('ChangeLog.insertedRows: SQLite only');
     },
-    async insertWithEntries(tx, table, ctx, insert, n, log) {
-      const text = log.tableStatement(table, `inserted:${n}`, () => insertedWithEntries(table, insert.sql, insert.parameters.length));
-      await tx.executeQuery(CompiledQuery.raw(text, [...insert.parameters, table.id, tableBits(table.id), ctx.now, ctx.memberId, newRowSystemJson(ctx)]));
+    async insertWithEntries(tx, table, ctx, rows, log) {
+      const text = log.tableStatement(table, 'inserted', () => insertedWithEntries(table));
+      // One text per table version: planned once per connection.
+      prepare(text);
+      const width = table.compiled.columns.length;
+      // The rows' ids, then each field's column (RowStore.newRow: the system columns first, the same for every row).
+      const params: unknown[] = [rows.map((r) => r[0]), ctx.now, ctx.memberId];
+      for (let k = SYSTEM_ORDER.length; k < width; k++) params.push(rows.map((r) => r[k]));
+      params.push(table.id, tableBits(table.id), newRowSystemJson(ctx));
+      await tx.executeQuery(CompiledQuery.raw(text, params));
     },
     async updateWithEntries(tx, table, ctx, update, _ids, changedFields, log) {
       const text = log.tableStatement(table, `updated:${update.sql}`, () => updatedWithEntries(table, update.sql, update.parameters.length));

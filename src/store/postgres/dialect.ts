@@ -18,6 +18,9 @@ const postgresTypes: Record<ColumnKind, string> = {
   json: 'jsonb',
 };
 
+/** A column kind's values as bound (text without the column's collation): the element type of an array that fills the column (change-numbering.ts). */
+export const postgresBoundType = (kind: ColumnKind): string => (kind === 'text' ? 'text' : postgresTypes[kind]);
+
 export const postgresDialect: Dialect = {
   name: 'postgres',
   label: 'postgres',
