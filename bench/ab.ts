@@ -7,7 +7,8 @@
 // the machine barely moves, and the median of the rounds' ratios after : before. On a shared
 // machine compare only within a run.
 //   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
-//   BENCH_ONLY=get,first (default: get,first,paid,amount); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
+//   BENCH_ONLY=get,first (default: get,first,paid,amount; also patch: `{amount}` patches of the loaded
+//   full dataset rows, as bench/rows.ts sends them); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
 //   BENCH_LOG_LEVEL=warn serves both sides without access lines.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -67,6 +68,7 @@ await loader.stop();
 const servers: Record<Side, Proc> = { before: await serve('before'), after: await serve('after') };
 
 let k = 0;
+let p = 0;
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
 const workloads: Record<string, LoadRequest> = {
@@ -79,15 +81,28 @@ const workloads: Record<string, LoadRequest> = {
     headers: auth,
   },
   amount: { path: `/api/tables/bench/rows?sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`, headers: auth },
+  patch: {
+    method: 'PATCH',
+    path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`,
+    body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }),
+    headers: auth,
+  },
 };
+/** Writes answer what they wrote (their times differ): both sides' answers are compared but for those. */
+const WRITES = new Set(['patch']);
+const withoutTimes = (text: string) => text.replace(/"updatedAt":"[^"]*"/g, '"updatedAt":…');
 
 // Both sides answer the same bytes (the change must not move any).
 for (const name of ONLY) {
   const request = workloads[name];
   if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
   const path1 = typeof request.path === 'function' ? request.path() : request.path;
-  // (nextUrl names each server's own address.)
-  const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
+  const body = request.body?.();
+  const init = { method: request.method ?? 'GET', headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' }, body };
+  // (nextUrl names each server's own address.) One after the other: a write's answer is the row as written.
+  const answers: string[] = [];
+  for (const s of Object.values(servers)) answers.push((await (await fetch(s.url + path1, init)).text()).replaceAll(s.url, ''));
+  const [a, b] = WRITES.has(name) ? answers.map(withoutTimes) : answers;
   if (a !== b) throw new Error(`${name}: the two builds answer differently:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
 }
 
