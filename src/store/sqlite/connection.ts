@@ -66,12 +66,10 @@ export class MainConnectionGate {
       this.builders++;
       return this.outside ? this.whenFree().then(acquire) : acquire();
     };
-    driver.releaseConnection = async (connection) => {
-      try {
-        await release(connection);
-      } finally {
-        this.builders--;
-      }
+    // (SQLite's driver frees the connection at once, within the call: no group can begin in between.)
+    driver.releaseConnection = (connection) => {
+      this.builders--;
+      return release(connection);
     };
     return driver;
   }
