@@ -7,7 +7,8 @@
 // the machine barely moves, and the median of the rounds' ratios after : before. On a shared
 // machine compare only within a run.
 //   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
-//   BENCH_ONLY=get,first (default: get,first,paid,amount); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
+//   BENCH_ONLY=get,first (default: get,first,paid,amount; also patch: `{amount}` patches of the loaded
+//   full dataset rows, as bench/rows.ts sends them); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
 //   BENCH_LOG_LEVEL=warn serves both sides without access lines. `bulk`: 1,000-row bulk creates of
 //   full dataset rows (ids made by the service), from 2 connections. On PostgreSQL each side's
 //   figures add the database's CPU per request (all its processes', while that side alone is loaded).
@@ -92,6 +93,7 @@ const servers: Record<Side, Proc> = { before: await serve('before'), after: awai
 
 let k = 0;
 let made = 0;
+let p = 0;
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
 const workloads: Record<string, LoadRequest> = {
@@ -109,11 +111,20 @@ const workloads: Record<string, LoadRequest> = {
   pair: bulkOf('orders', true),
   oneway: bulkOf('oneway', true),
   nolink: bulkOf('orders', false),
+  patch: {
+    method: 'PATCH',
+    path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`,
+    body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }),
+    headers: auth,
+  },
   bulk: { method: 'POST', path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
 };
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
-/** Writes answer rows of their own (new ids and times): not compared for bytes, and loaded from fewer connections. */
-const writes = new Set(['pair', 'oneway', 'nolink', 'bulk']);
+/** Bulks answer rows of their own (new ids and times): not compared for bytes, and loaded from fewer connections. */
+const bulks = new Set(['pair', 'oneway', 'nolink', 'bulk']);
+/** Patches answer what they wrote (their times differ): both sides' answers are compared but for those. */
+const patches = new Set(['patch']);
+const withoutTimes = (text: string) => text.replace(/"updatedAt":"[^"]*"/g, '"updatedAt":…');
 
 /** Bulk creates of 1,000 new orders (ids never repeated across both sides), linking a customer each or not. */
 function bulkOf(table: string, linked: boolean): LoadRequest {
@@ -135,11 +146,15 @@ function bulkOf(table: string, linked: boolean): LoadRequest {
 // Both sides answer the same bytes (the change must not move any).
 for (const name of ONLY) {
   const request = workloads[name];
-  if (request && writes.has(name)) continue;
+  if (request && bulks.has(name)) continue;
   if (!request) throw new Error(`unknown workload ${name}: use ${Object.keys(workloads).join(', ')}`);
   const path1 = typeof request.path === 'function' ? request.path() : request.path;
-  // (nextUrl names each server's own address.)
-  const [a, b] = await Promise.all(Object.values(servers).map(async (s) => (await (await fetch(s.url + path1, { headers: auth })).text()).replaceAll(s.url, '')));
+  const body = request.body?.();
+  const init = { method: request.method ?? 'GET', headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' }, body };
+  // (nextUrl names each server's own address.) One after the other: a write's answer is the row as written.
+  const answers: string[] = [];
+  for (const s of Object.values(servers)) answers.push((await (await fetch(s.url + path1, init)).text()).replaceAll(s.url, ''));
+  const [a, b] = patches.has(name) ? answers.map(withoutTimes) : answers;
   if (a !== b) throw new Error(`${name}: the two builds answer differently:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
 }
 
@@ -160,7 +175,7 @@ console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${pro
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];
-  const connections = name === 'bulk' ? 2 : writes.has(name) ? 1 : 10;
+  const connections = name === 'bulk' ? 2 : bulks.has(name) ? 1 : 10;
   await measured('before', request, connections); // warm-up, both
   await measured('after', request, connections);
   const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request, connections));

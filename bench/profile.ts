@@ -9,6 +9,7 @@
 //   `expand=customer`, and linkfirst the same page without it)
 //   node --import tsx bench/profile.ts import [rows=200000]: one CSV import of that many dataset rows into an empty table
 // PROFILE_ROWS=n loads n rows (20,000 by default). PROFILE_FLOOR=1 profiles the raw-SQL floor (bench/floor-server*.ts) instead, on get, first, paid, create and patch.
+// PROFILE_KEEP=file.cpuprofile keeps the profile there (for Chrome's DevTools, or a closer look).
 // PROFILE_LOG_LEVEL=info runs the service as users do by default, with its access log (stdout read by this process).
 // Beside the profile: the server process's CPU per request, and on PostgreSQL the database's (all
 // its processes, those that ended included: databaseCpuMs), with its transactions, statements' rows and WAL records per request.
@@ -224,4 +225,8 @@ await postgres?.stop();
 const file = fs.readdirSync(profiles).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
 summarise(JSON.parse(fs.readFileSync(path.join(profiles, file), 'utf8')) as Profile, measuredFrom, measuredTo, answered);
+if (process.env.PROFILE_KEEP) {
+  fs.copyFileSync(path.join(profiles, file), process.env.PROFILE_KEEP);
+  console.log(`\nthe profile kept in ${process.env.PROFILE_KEEP} (measured from ${measuredFrom.toFixed(0)} to ${measuredTo.toFixed(0)} ms, ${answered.toFixed(0)} requests)`);
+}
 fs.rmSync(dir, { recursive: true, force: true });

@@ -274,16 +274,23 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       );
     };
     route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stageHook];
+    // The stage's other hooks, on write routes only (after the instance's own of each kind, as
+    // instance hooks of the /api plugin would run): reads, which never hold a key's request, skip them.
+    const withHook = <H>(hooks: H | H[] | undefined, hook: H): H[] => [...(hooks === undefined ? [] : [hooks].flat() as H[]), hook];
+    route.onError = withHook(route.onError, onError);
+    route.onSend = withHook(route.onSend, onSend);
+    route.onResponse = withHook(route.onResponse, abandon);
+    route.onRequestAbort = withHook(route.onRequestAbort, onRequestAbort);
   });
 
   // The 409 of a key in flight is about the key, not the request's answer: never kept.
-  api.addHook('onError', (request, _reply, error, done) => {
+  const onError = (request: FastifyRequest, _reply: FastifyReply, error: Error, done: () => void) => {
     if (request.idempotency && (error as { code?: unknown }).code === 'idempotency_in_flight') request.idempotency.keep = false;
     done();
-  });
+  };
 
   // A callback hook: the answers of requests without a key (most) cost no promise.
-  api.addHook('onSend', (request, reply, payload, done) => {
+  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
     const state = request.idempotency;
     if (!state || state.ended) return done(null, payload);
     const byCreate = state.byCreate;
@@ -318,7 +325,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
         done(null, JSON.stringify(errorBody(503, 'The request could not be committed; nothing of it was kept: send it again')));
       },
     );
-  });
+  };
 
   // A request whose answer was never sent (its client gone): nothing of it is kept (but what its
   // create kept with it). A request without a key, or whose answer ended it (onSend), costs no promise.
@@ -326,6 +333,5 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (!request.idempotency || request.idempotency.ended) return done();
     end(request, null).then(() => done(), () => done());
   };
-  api.addHook('onResponse', abandon);
-  api.addHook('onRequestAbort', (request, done) => abandon(request, null, done));
+  const onRequestAbort = (request: FastifyRequest, done: () => void) => abandon(request, null, done);
 }

@@ -189,4 +189,17 @@ describe('SQLite group commit (writeNow)', () => {
     // The write ran after the transaction committed, and saw its row.
     assert.deepEqual(await write, [{ n: 1 }]);
   });
+
+  it('makes a transaction of the query builder begun while a group runs wait for its commit, and see its writes', async () => {
+    const write = insert('g', 1);
+    // Begun in the same turn, while the group's transaction is open (it commits at the turn's end).
+    const tx = inTransaction(database, async (t) => (await t.executeQuery(CompiledQuery.raw('select id, n from t order by id'))).rows);
+    const plain = database.db.executeQuery(CompiledQuery.raw('select count(*) as n from t'));
+    assert.deepEqual(await write, [{ id: 'g' }]);
+    assert.deepEqual(await tx, [{ id: 'g', n: 1 }]);
+    assert.deepEqual((await plain).rows, [{ n: 1 }]);
+    // And a write after them commits as one would alone.
+    assert.deepEqual(await insert('h', 2), [{ id: 'h' }]);
+    assert.deepEqual(committed(), [{ id: 'g', n: 1 }, { id: 'h', n: 2 }]);
+  });
 });

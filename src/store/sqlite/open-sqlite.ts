@@ -8,7 +8,7 @@ import type { Database, Db } from '../dialect.ts';
 import type { PlannerStatistics } from '../statistics.ts';
 import { sqliteChangeNumbering } from './change-numbering.ts';
 import { backgroundCheckpoints } from './checkpoints.ts';
-import { ImmediateSqliteDialect, mainConnection } from './connection.ts';
+import { ImmediateSqliteDialect, MainConnectionGate, mainConnection } from './connection.ts';
 import { sqliteDialect } from './dialect.ts';
 import { driverPath } from './driver-path.ts';
 import { sqliteIdempotencySweep } from './idempotency-sweep.ts';
@@ -67,20 +67,39 @@ export function openSqlite(Sqlite: typeof SqliteDatabase, file: string): SqliteA
   const version = reads && new MetadataVersion(raw, reads);
   const forgetVersion = version ? version.forget : () => {};
   // What may change the metadata: a statement naming a metadata table (the query builder quotes
-  // every name), or the end of a transaction that may have held one. Row writes leave the counter be.
-  // Any statement but a read may write, and so call for a checkpoint.
+  // every name), or the end of a transaction that held one (inside it, the counter is read on the
+  // reader, which sees it as it was). Row writes leave the counter be, and so does the end of a
+  // transaction of row writes alone (a group commit's): the counter is not read again after it.
+  // Any statement but a read may write, and so call for a checkpoint. Worked out once per statement text.
+  let metadataStatementRan = false;
   const main = withStatementCache(raw, (source) => {
-    if (source.includes('"rh_') || /^(commit|rollback)\b/i.test(source)) forgetVersion();
-    if (checkpoints && !source.startsWith('select')) checkpoints.wrote();
+    const metadata = source.includes('"rh_');
+    const ends = /^(commit|rollback)\b/i.test(source);
+    // A savepoint's `rollback to` ends no transaction: the one around it may still hold a metadata statement.
+    const endsTransaction = /^(commit|rollback)\s*$/i.test(source);
+    const writes = checkpoints !== undefined && !source.startsWith('select');
+    if (!metadata && !ends && !writes) return undefined;
+    return () => {
+      if (metadata) {
+        metadataStatementRan = true;
+        forgetVersion();
+      } else if (ends && metadataStatementRan) {
+        if (endsTransaction) metadataStatementRan = false;
+        forgetVersion();
+      }
+      if (writes) checkpoints?.wrote();
+    };
   });
-  const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: main }) });
+  const gate = new MainConnectionGate();
+  const db: Db = new Kysely({ dialect: new ImmediateSqliteDialect({ database: main }, gate) });
   if (reads) readDirectly(db, reads.read);
   const statistics = reads && version ? fileStatistics(raw, file, db, reads, version) : inlineStatistics;
   const runNow: Run = (source, parameters) => {
     const statement = main.prepare(source);
     return statement.reader ? (statement.all(...parameters) as Record<string, unknown>[]) : (statement.run(...parameters), []);
   };
-  const writeNow = groupCommits(raw, runNow, (commit) => db.connection().execute(commit));
+  // The group's transaction at once when the query builder leaves the connection free, else through it.
+  const writeNow = groupCommits(raw, runNow, (commit) => (raw.inTransaction ? undefined : gate.runIfFree(commit)) ?? db.connection().execute(commit));
   return {
     db,
     dialect: sqliteDialect,

@@ -41,24 +41,37 @@ export class ObjectRows {
 
 export type CachedStatement = SqliteDatabase.Statement | ObjectRows;
 
-/** better-sqlite3 compiles a statement on every prepare(); Kysely prepares per query, so keep them. */
-export function withStatementCache(raw: SqliteDatabase.Database, onUse?: (source: string) => void, size = 1000) {
-  const cache = new Map<string, CachedStatement>();
+/** A cached statement, with what is to be done each time it is used (useOf). */
+interface Cached {
+  stmt: CachedStatement;
+  use: (() => void) | undefined;
+}
+
+/**
+ * better-sqlite3 compiles a statement on every prepare(); Kysely prepares per query, so keep them.
+ * `useOf` says, once per statement text, what to do each time it is used (undefined: nothing).
+ */
+export function withStatementCache(raw: SqliteDatabase.Database, useOf?: (source: string) => (() => void) | undefined, size = 1000) {
+  const cache = new Map<string, Cached>();
   return {
     close: () => raw.close(),
     prepare(source: string): CachedStatement {
-      onUse?.(source);
-      let stmt = cache.get(source);
-      if (stmt) {
+      let cached = cache.get(source);
+      if (cached) {
         // Refresh its place so the least recently used statement is the one dropped.
         cache.delete(source);
-      } else {
-        const prepared = raw.prepare(source);
-        stmt = prepared.reader && !source.includes('*') ? new ObjectRows(prepared) : prepared;
-        if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+        cache.set(source, cached);
+        cached.use?.();
+        return cached.stmt;
       }
-      cache.set(source, stmt);
-      return stmt;
+      const use = useOf?.(source);
+      // Before it is prepared, as on every use (a statement that fails to prepare counts as used).
+      use?.();
+      const prepared = raw.prepare(source);
+      cached = { stmt: prepared.reader && !source.includes('*') ? new ObjectRows(prepared) : prepared, use };
+      if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+      cache.set(source, cached);
+      return cached.stmt;
     },
   };
 }
