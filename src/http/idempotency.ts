@@ -104,6 +104,9 @@ async function hashWhole(body: Readable): Promise<string> {
 const mismatch = (key: string, what: string) =>
   new ServiceError('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was used for another request (${what}): use a new key for a new request`);
 
+/** A route's hooks of one kind (none, one or a list) with `hook` after them. */
+const withHook = <H>(hooks: H | H[] | undefined, hook: H): H[] => [...(hooks === undefined ? [] : ([hooks].flat() as H[])), hook];
+
 /** Whether a request has no query parameters. */
 function noQuery(request: FastifyRequest): boolean {
   for (const _ in (request.query as object | null) ?? {}) return false;
@@ -273,10 +276,9 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
         (err: Error) => done(err),
       );
     };
-    route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), stageHook];
+    route.preHandler = withHook(route.preHandler, stageHook);
     // The stage's other hooks, on write routes only (after the instance's own of each kind, as
     // instance hooks of the /api plugin would run): reads, which never hold a key's request, skip them.
-    const withHook = <H>(hooks: H | H[] | undefined, hook: H): H[] => [...(hooks === undefined ? [] : [hooks].flat() as H[]), hook];
     route.onError = withHook(route.onError, onError);
     route.onSend = withHook(route.onSend, onSend);
     route.onResponse = withHook(route.onResponse, abandon);
