@@ -12,6 +12,8 @@
 //   BENCH_LOG_LEVEL=warn serves both sides without access lines. `bulk`: 1,000-row bulk creates of
 //   full dataset rows (ids made by the service), from 2 connections. On PostgreSQL each side's
 //   figures add the database's CPU per request (all its processes', while that side alone is loaded).
+//   `export`: whole-table CSV downloads (UTF-8, LF, as bench/rows.ts asks for them) from one
+//   connection, each round's figure the server's CPU per export (µs).
 // Links (issue 28): the workloads `orders` (the first page of `rows` orders linked to rows/18
 // customers, each customer's inverse `orders` field holding about 18 ids, as bench/links.ts at
 // 200,000 and 10,000), `expand` (the same page with expand=customer), and bulk creates of 1,000 such
@@ -118,6 +120,7 @@ const workloads: Record<string, LoadRequest> = {
     headers: auth,
   },
   bulk: { method: 'POST', path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
+  export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
 };
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
 /** Bulks answer rows of their own (new ids and times): not compared for bytes, and loaded from fewer connections. */
@@ -175,7 +178,7 @@ console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${pro
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];
-  const connections = name === 'bulk' ? 2 : bulks.has(name) ? 1 : 10;
+  const connections = name === 'bulk' ? 2 : bulks.has(name) || name === 'export' ? 1 : 10;
   await measured('before', request, connections); // warm-up, both
   await measured('after', request, connections);
   const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request, connections));

@@ -34,7 +34,9 @@ export class BufferedLog {
 
   constructor(fd: number) {
     // minLength 0: each write below is one write(2) (sonic-boom retries it while the pipe is full).
-    this.out = pino.destination({ dest: fd, sync: true, minLength: 0 });
+    // Handed bytes (contentMode 'buffer'): given a string, sonic-boom measures it, encodes it for
+    // the write and then encodes it again to drop what was written; the lines are encoded once here.
+    this.out = pino.destination({ dest: fd, sync: true, minLength: 0, contentMode: 'buffer' });
     (this as unknown as Record<symbol, boolean>)[Symbol.for('pino.metadata')] = true;
   }
 
@@ -56,7 +58,8 @@ export class BufferedLog {
     if (this.pending === '') return;
     const text = this.pending;
     this.pending = '';
-    this.out.write(text);
+    // (sonic-boom's types name only strings; in contentMode 'buffer' it takes bytes.)
+    this.out.write(Buffer.from(text) as unknown as string);
   };
 }
 
