@@ -26,11 +26,17 @@ export interface RowFormatter {
   line(raw: unknown[], expand?: (fieldId: string, value: unknown) => unknown): string;
 }
 
+/** Every `"` of a cell, doubled by a global replace. */
+const QUOTES = /"/g;
+
 /** RFC 4180 quoting: a cell holding the delimiter, `"`, CR or LF is quoted, with `"` doubled. */
 function cellQuoter(delimiter: ',' | '\t'): (text: string) => string {
-  // One pass over the text, for the delimiter and the other three at once.
+  // One pass over the text, for the delimiter and the other three at once. The quotes are doubled
+  // by a regular expression's global replace, which writes one flat string, where replaceAll with a
+  // string joined the pieces into a rope the encoder then flattened (a record or list cell holds
+  // a dozen quotes; docs/decisions.md, Export).
   const special = delimiter === ',' ? /[,"\r\n]/ : /[\t"\r\n]/;
-  return (text) => (special.test(text) ? `"${text.replaceAll('"', '""')}"` : text);
+  return (text) => (special.test(text) ? `"${text.replace(QUOTES, '""')}"` : text);
 }
 
 export function rowFormatter(format: FileFormat, fields: FieldDef[], newline: string, header: boolean, dialect: Dialect): RowFormatter {
