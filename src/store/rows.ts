@@ -381,8 +381,10 @@ export class RowStore {
   /**
    * Inserts new rows, in order, in one statement per `dialect.rowsPerInsert` rows (each compiled
    * once per table version and number of rows: building a query that binds 14,000 values anew cost
-   * more than running it). An error of row k (its id exists, a file value is wrong) is answered
-   * as `at(k, error)` says.
+   * more than running it). On PostgreSQL in a transaction, all of them in one statement with their
+   * entries, which binds one array per column whatever the number of rows
+   * (ChangeLog.insertWithEntries). An error of row k (its id exists, a file value is wrong) is
+   * answered as `at(k, error)` says.
    */
   async insertMany(
     db: Db,
@@ -429,8 +431,10 @@ export class RowStore {
         logged = true;
       }
     } else {
-      for (let i = 0; i < rows.length; i += perStatement) {
-        const chunk = rows.slice(i, i + perStatement);
+      // rowsPerInsert bounds the values a VALUES list binds; insertWithEntries binds one array per column however many rows.
+      const each = withEntries ? rows.length : perStatement;
+      for (let i = 0; i < rows.length; i += each) {
+        const chunk = rows.slice(i, i + each);
         try {
           if (withEntries) await this.changes?.insertWithEntries(db, table, ctx, chunk);
           else await statement(chunk.length).run(db, chunk.flat());

@@ -7,6 +7,7 @@ import type { RawRow } from '../../domain/row.ts';
 import { type AnswerWithWrite, ENTRY_COLUMNS, type EntryMaker, type LoneWrite, PER_STATEMENT } from '../change-entries.ts';
 import type { ChangeNumbering, EntryContext } from '../dialect.ts';
 import { recordJsonSql } from '../record-json-sql.ts';
+import { rowFromRecord, rowFromRecordFits } from '../record-row.ts';
 import { guardCte, readableThrough, tableBits } from './change-guards.ts';
 import { postgresBoundType, postgresDialect } from './dialect.ts';
 
@@ -85,6 +86,11 @@ function updatedWithEntries(table: TableDef, update: string, params: number): st
  * answer is: the database need not render it, nor return the row). With `answer` (a create's), the
  * request's answer is inserted by the same statement, its body that record, its own values bound
  * last: a record of its key fails the insert, and the whole statement with it.
+ *
+ * An update of a table whose rows can be made from their records (record-row.ts) returns only the
+ * record the entry keeps (`rh_record`), rendered once for both: not the row's columns, which the
+ * database would write out and node-postgres parse one by one (docs/decisions.md, "Write path per
+ * request", the patch on PostgreSQL).
  */
 function withEntry(write: string, params: number, what: LoneWrite, table: TableDef, answer?: AnswerWithWrite): string {
   const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
@@ -94,12 +100,23 @@ function withEntry(write: string, params: number, what: LoneWrite, table: TableD
   const row = what.type === 'delete' ? 'null' : what.type === 'create' ? `${fields}::text` : recordJsonSql(table, 'w', postgresDialect);
   const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
   const kept = answer && what.type === 'create' ? `k as (${answer.sql((i) => `$${params + 6 + i}`, fields)}),\n    ` : '';
+  if (recordAnswers(what, table)) {
+    return `with w as (${write}),
+    ${guardCte(table.id, bits)},
+    n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
+    r as (select w."id", ${row} as rh_record from w),
+    e as (${entries} select ${id}::text, n.number, 'update', r."id", r.rh_record, ${changed}, ${at}::timestamptz, ${member}::text from r, n)
+    select r.rh_record from r`;
+  }
   return `with ${kept}w as (${write}),
     ${guardCte(table.id, bits)},
     n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
     e as (${entries} select ${id}::text, n.number, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, n)
     select * from w`;
 }
+
+/** Whether the statement of `what` (withEntry) returns the row's record alone (`rh_record`), rather than its columns. */
+const recordAnswers = (what: LoneWrite, table: TableDef) => what.type === 'update' && rowFromRecordFits(table);
 
 /** Each table version's single-row statements with their entries (withEntry), by the kind of write and the write's own text. */
 const lonely = new TableMemo('single-row writes with their change entries, by kind and statement', () => new Map<string, Map<string, string>>());
@@ -130,7 +147,12 @@ function writeWithEntry(log: EntryMaker, prepare: (text: string) => void, table:
 export function postgresChangeNumbering(prepare: (text: string) => void): ChangeNumbering {
   return {
     // One statement: the write and its entry (withEntry).
-    writeAlone: (db, table, ctx, write, what, log, answer) => db.executeQuery<RawRow>(writeWithEntry(log, prepare, table, ctx, write, what, answer)),
+    writeAlone: (db, table, ctx, write, what, log, answer) => {
+      const query = writeWithEntry(log, prepare, table, ctx, write, what, answer);
+      if (!recordAnswers(what, table)) return db.executeQuery<RawRow>(query);
+      // The row made from its record (record-row.ts), as the statement returns nothing else.
+      return db.executeQuery<{ rh_record: string }>(query).then(({ rows }) => ({ rows: rows.map((r) => rowFromRecord(table, r.rh_record, postgresDialect)) }));
+    },
     async writeEntries(tx, { table, changes, memberId, occurredAt }, log) {
       for (let i = 0; i < changes.length; i += PER_STATEMENT) {
         const entries = changes.slice(i, i + PER_STATEMENT);
