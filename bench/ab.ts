@@ -9,7 +9,8 @@
 //   node --import tsx bench/ab.ts <commit> [rows=20000] [seconds=5]
 //   BENCH_ONLY=get,first (default: get,first,paid,amount; also patch: `{amount}` patches of the loaded
 //   full dataset rows, as bench/rows.ts sends them); BENCH_DATABASE=postgres; BENCH_ROUNDS (5);
-//   BENCH_LOG_LEVEL=warn serves both sides without access lines. `bulk`: 1,000-row bulk creates of
+//   BENCH_LOG_LEVEL=warn serves both sides without access lines. `create` and `idem`: single creates of full
+//   dataset rows, `idem` with a fresh Idempotency-Key each (issue 29). `bulk`: 1,000-row bulk creates of
 //   full dataset rows (ids made by the service), from 2 connections. On PostgreSQL each side's
 //   figures add the database's CPU per request (all its processes', while that side alone is loaded).
 //   `export`: whole-table CSV downloads (UTF-8, LF, as bench/rows.ts asks for them) from one
@@ -21,6 +22,7 @@
 // without inverse) and `nolink` (the same orders without the link). Bulk workloads are not compared
 // for bytes (their answers hold the time of writing).
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -121,12 +123,23 @@ const workloads: Record<string, LoadRequest> = {
   },
   bulk: { method: 'POST', path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
   export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
+  create: createOf(false),
+  idem: createOf(true),
 };
+/** Single creates of full dataset rows (ids made by the service), with a fresh Idempotency-Key each (`idem`) or none (`create`). */
+function createOf(keyed: boolean): LoadRequest {
+  const bodies = [...ds.rows(1000, 5)].map((r) => JSON.stringify({ values: r.values }));
+  let i = 0;
+  const request: LoadRequest = { method: 'POST', path: '/api/tables/bench/rows', body: () => bodies[i++ % bodies.length], headers: auth };
+  return keyed ? { ...request, moreHeaders: () => ({ 'idempotency-key': randomUUID() }) } : request;
+}
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
 /** Bulks answer rows of their own (new ids and times): not compared for bytes, and loaded from fewer connections. */
-const bulks = new Set(['pair', 'oneway', 'nolink', 'bulk']);
+const bulks = new Set(['pair', 'oneway', 'nolink', 'bulk', 'create', 'idem']);
 /** Patches answer what they wrote (their times differ): both sides' answers are compared but for those. */
 const patches = new Set(['patch']);
+/** Single creates: loaded from 10 connections, as reads are (not compared for bytes: new ids). */
+const creates = new Set(['create', 'idem']);
 const withoutTimes = (text: string) => text.replace(/"updatedAt":"[^"]*"/g, '"updatedAt":…');
 
 /** Bulk creates of 1,000 new orders (ids never repeated across both sides), linking a customer each or not. */
@@ -178,7 +191,7 @@ console.log(`${N} rows on ${postgres ? 'PostgreSQL' : 'SQLite'}, log level ${pro
 console.log(`${'workload'.padEnd(10)} ${'before r/s'.padStart(10)} ${'after r/s'.padStart(10)} ${'after/before'.padStart(12)}   CPU µs/request before : after (median; rounds)`);
 for (const name of ONLY) {
   const request = workloads[name];
-  const connections = name === 'bulk' ? 2 : bulks.has(name) || name === 'export' ? 1 : 10;
+  const connections = name === 'bulk' ? 2 : (bulks.has(name) && !creates.has(name)) || name === 'export' ? 1 : 10;
   await measured('before', request, connections); // warm-up, both
   await measured('after', request, connections);
   const runs = await pairedRounds(ROUNDS, ['before', 'after'] as const, (side) => measured(side, request, connections));

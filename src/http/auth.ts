@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Grant } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
+import type { AnswerWithWrite } from '../store/change-entries.ts';
+import { keptAnswerOf } from './idempotency.ts';
 import { type KeyState, type Principal, authenticate } from '../store/auth-store.ts';
 import { MetadataCache } from '../store/metadata-cache.ts';
 
@@ -42,8 +44,8 @@ export function installAuth(api: FastifyInstance, database: Database): void {
 }
 
 /** The member a write is made by: createdBy/updatedBy. */
-export function writeContext(request: FastifyRequest): { memberId: string; now: string; keyId: string; grant: Grant } {
+export function writeContext(request: FastifyRequest): { memberId: string; now: string; keyId: string; grant: Grant; keptAnswer: AnswerWithWrite | undefined } {
   if (!request.principal) throw unauthorized('X-API-Key header is required');
   const { memberId, keyId, grant } = request.principal;
-  return { memberId, now: new Date().toISOString(), keyId, grant };
+  return { memberId, now: new Date().toISOString(), keyId, grant, keptAnswer: keptAnswerOf(request) };
 }

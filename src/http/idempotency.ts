@@ -6,6 +6,7 @@ import type { Database } from '../store/database.ts';
 import { errorBody } from './error-body.ts';
 import { type IdempotencyStore, type IdempotentRequest, type KeptAnswer, inFlight } from '../store/idempotency-store.ts';
 import { AnswerKeptByWrite, HeldTransaction } from '../store/request-transaction.ts';
+import type { AnswerWithWrite } from '../store/change-entries.ts';
 
 /**
  * Idempotent retries (CONTRACT §12): a POST, PUT, PATCH or DELETE under /api with an
@@ -49,6 +50,14 @@ interface Idempotent {
   eager: boolean;
   /** A streamed body (an import's file): its hash once it has been read whole, else undefined. */
   streamedHash?: () => string | undefined;
+}
+
+/**
+ * The answer a request's single-row create is to keep in its own write (http/auth.ts writeContext
+ * hands it to the write), while the request runs so; undefined once it runs in a held transaction.
+ */
+export function keptAnswerOf(request: FastifyRequest): AnswerWithWrite | undefined {
+  return request.idempotency?.byCreate?.scope.answer;
 }
 
 /**
@@ -221,7 +230,8 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
    */
   async function runByCreate(self: FastifyInstance, handler: RouteHandlerMethod, request: FastifyRequest, reply: FastifyReply, state: Idempotent, scope: AnswerKeptByWrite) {
     try {
-      return await scope.scope(() => handler.call(self, request, reply));
+      // Its answer goes to the create in the request's WriteContext (keptAnswerOf).
+      return await handler.call(self, request, reply);
     } catch (err) {
       if (scope.kept !== undefined || reply.sent) throw err;
       await admit(request, reply, state.request, state.slot);

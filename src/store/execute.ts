@@ -9,7 +9,7 @@ import type { WriteContext } from './resources/resource-spec.ts';
 import type { BatchResult, RowWriter } from './row-writes.ts';
 import type { Page, RowStore } from './rows.ts';
 import { classifyDatabaseError } from './database-errors.ts';
-import { writesAlone } from './transaction-hooks.ts';
+import { NotKeptByWrite, inHeldScope } from './transaction-hooks.ts';
 import type { TableCatalog } from './table-catalog.ts';
 
 /**
@@ -69,11 +69,13 @@ export async function tableOr404(deps: ExecuteDeps, ref: string): Promise<TableD
 
 /**
  * A single-row write: in a transaction of its own where its plan says so, else as one statement;
- * in a transaction within a request's held one (an Idempotency-Key's answer commits with it), but
- * for a create that keeps the request's answer itself, in its one statement (writesAlone).
+ * in a transaction within a request's held one (an Idempotency-Key's answer commits with it); a
+ * create that keeps the request's answer itself (ctx.keptAnswer) in its one statement, and no write
+ * that needs a transaction in such a request (NotKeptByWrite, before anything is written).
  */
-function singleWrite<T>(deps: ExecuteDeps, txMode: TxMode, work: (db: Db) => Promise<T>): Promise<T> {
-  return txMode === 'statement' && writesAlone() ? work(deps.database.db) : inTransaction(deps.database, work);
+function singleWrite<T>(deps: ExecuteDeps, txMode: TxMode, ctx: WriteContext, work: (db: Db) => Promise<T>): Promise<T> {
+  if (ctx.keptAnswer) return txMode === 'statement' ? work(deps.database.db) : Promise.reject(new NotKeptByWrite('a write in a transaction'));
+  return txMode === 'statement' && !inHeldScope() ? work(deps.database.db) : inTransaction(deps.database, work);
 }
 
 const rowNotFound = (id: string, tableRef: string) => notFound(`row ${id} not found in table ${tableRef}`);
@@ -98,11 +100,11 @@ export function readRow(deps: ExecuteDeps, table: TableDef, id: string): Promise
 // ---- single-row writes ----
 
 export function createRow(deps: ExecuteDeps, plan: RowWritePlanOf<'row-create'>, ctx: WriteContext): Promise<{ created: boolean; row: RawRow }> {
-  return singleWrite(deps, plan.txMode, (db) => deps.rows.create(db, plan.table, plan.input, ctx));
+  return singleWrite(deps, plan.txMode, ctx, (db) => deps.rows.create(db, plan.table, plan.input, ctx));
 }
 
 export function updateRow(deps: ExecuteDeps, plan: RowWritePlanOf<'row-update'>, ctx: WriteContext): Promise<RawRow> {
-  return singleWrite(deps, plan.txMode, async (db) => {
+  return singleWrite(deps, plan.txMode, ctx, async (db) => {
     const updated = await deps.rows.update(db, plan.table, plan.id, plan.input.values, ctx);
     if (!updated) throw rowNotFound(plan.id, plan.tableRef);
     return updated;
@@ -110,7 +112,7 @@ export function updateRow(deps: ExecuteDeps, plan: RowWritePlanOf<'row-update'>,
 }
 
 export function deleteRow(deps: ExecuteDeps, plan: RowWritePlanOf<'row-delete'>, ctx: WriteContext): Promise<void> {
-  return singleWrite(deps, plan.txMode, async (db) => {
+  return singleWrite(deps, plan.txMode, ctx, async (db) => {
     if (!(await deps.rows.delete(db, plan.table, plan.id, ctx))) throw rowNotFound(plan.id, plan.tableRef);
   });
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { type Database, type Db, retryable, runBeforeCommit } from './database.ts';
 import type { AnswerWithWrite } from './change-entries.ts';
-import { type HeldScope, NotKeptByWrite, type TransactionHooks, attachHooks, heldScope, newHooks } from './transaction-hooks.ts';
+import { type HeldScope, type TransactionHooks, attachHooks, enterHeldScope, heldScope, leaveHeldScope, newHooks } from './transaction-hooks.ts';
 
 /**
  * A request's held transaction: the writes of a request that must commit together with something
@@ -50,10 +50,17 @@ export class HeldTransaction<A> implements HeldScope {
     return this.ended !== undefined;
   }
 
-  /** Runs the request's handler with its writes going into this transaction. */
+  /** Runs the request's handler with its writes going into this transaction (heldScope enabled until it has ended: `end`). */
   scope<T>(handler: () => T): T {
+    if (!this.entered) {
+      this.entered = true;
+      enterHeldScope();
+    }
     return heldScope.run(this, handler);
   }
+
+  /** Whether the request's handler has run in its scope (counted by enterHeldScope until `end` leaves it). */
+  private entered = false;
 
   /**
    * Begins the held transaction before the handler runs, with `first` (in place of `begin`) as its
@@ -183,6 +190,17 @@ export class HeldTransaction<A> implements HeldScope {
    * nothing kept). Resolves once committed; rejects when the commit failed (nothing of it is kept).
    */
   async end(answer: A | null): Promise<void> {
+    try {
+      await this.ending(answer);
+    } finally {
+      if (this.entered) {
+        this.entered = false;
+        leaveHeldScope();
+      }
+    }
+  }
+
+  private async ending(answer: A | null): Promise<void> {
     if (this.ended) {
       this.settle?.(answer);
       this.settle = undefined;
@@ -209,15 +227,16 @@ export class HeldTransaction<A> implements HeldScope {
 }
 
 /**
- * The scope of a request whose answer is known before its one write (a single-row create: its
- * row's record), so that write keeps it in the same atomic step, outside any transaction
+ * The answer of a request that is known before its one write (a single-row create: its row's
+ * record), so that write keeps it in the same atomic step, outside any transaction
  * (AnswerWithWrite: on PostgreSQL in its one statement, on SQLite in its step of the group
  * commit), with no lookup of the key first: a record of the key fails the create, and nothing is
- * written. Any other write in the scope is refused (NotKeptByWrite), before it writes. Either way
- * the request then runs again as any other, in a HeldTransaction (http/idempotency.ts).
+ * written. It goes to the write in the request's WriteContext (`keptAnswer`), not in heldScope:
+ * no promise hook runs for such a request. Any other write of the request is refused
+ * (NotKeptByWrite), before it writes. Either way the request then runs again as any other, in a
+ * HeldTransaction (http/idempotency.ts).
  */
-export class AnswerKeptByWrite implements HeldScope {
-  readonly open = true;
+export class AnswerKeptByWrite {
   readonly answer: AnswerWithWrite;
   /** The body kept with the create, once both have committed. */
   kept: string | undefined;
@@ -229,14 +248,5 @@ export class AnswerKeptByWrite implements HeldScope {
         this.kept = body;
       },
     };
-  }
-
-  run<T>(): Promise<T> {
-    return Promise.reject(new NotKeptByWrite('a write in a transaction'));
-  }
-
-  /** Runs the request's handler in this scope. */
-  scope<T>(handler: () => T): T {
-    return heldScope.run(this, handler);
   }
 }

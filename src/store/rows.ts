@@ -23,7 +23,7 @@ import type { ChangeLog } from './change-log.ts';
 import { type AnswerWithWrite, type LoneWrite, type RowChange, changeOf } from './change-entries.ts';
 import type { LinkFollow, LinkWrites, WrittenRow } from './links/link-writes.ts';
 import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
-import { NotKeptByWrite, inHeldScope, keptAnswer } from './transaction-hooks.ts';
+import { NotKeptByWrite, inHeldScope } from './transaction-hooks.ts';
 
 /** What RowStore asks of file attachments (files/files.ts) within a write. */
 export interface FileAttachments {
@@ -73,7 +73,7 @@ export class RowStore {
   private async writeOne(db: Db, table: TableDef, ctx: WriteContext, query: CompiledQuery, what: LoneWrite, answer?: AnswerWithWrite): Promise<RawRow[]> {
     if (!db.isTransaction) {
       // In a request whose answer its create keeps (an Idempotency-Key's): that create alone is written, with it.
-      if (keptAnswer() !== answer || (answer && !this.changes)) throw new NotKeptByWrite(`a single-row ${what.type}`);
+      if (ctx.keptAnswer !== answer || (answer && !this.changes)) throw new NotKeptByWrite(`a single-row ${what.type}`);
       if (this.changes) return this.changes.writeAlone(db, table, ctx, query, what, answer);
     }
     // A request's held transaction (an Idempotency-Key): the write and its entry in one statement where the database can.
@@ -223,7 +223,7 @@ export class RowStore {
     await this.attachFiles(db, table, id, values, ctx.now);
     try {
       const { query, what } = this.insertOne(db, table, id, values, ctx, false);
-      await this.writeOne(db, table, ctx, query, what, db.isTransaction ? undefined : keptAnswer());
+      await this.writeOne(db, table, ctx, query, what, db.isTransaction ? undefined : ctx.keptAnswer);
       this.wrote(db, table, 1);
       await this.linked(db, table, [{ id, values, created: true }], ctx);
       return what.row;

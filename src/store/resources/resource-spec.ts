@@ -2,6 +2,7 @@ import type { Grant } from '../../domain/access.ts';
 import type { ErrorDetail } from '../../domain/errors.ts';
 import type { AttrType } from '../../domain/resource-query.ts';
 import type { Meta, MetaDb } from '../meta-schema.ts';
+import type { AnswerWithWrite } from '../change-entries.ts';
 
 /** One attribute of a generic resource; its name is both the API key and the column name. */
 export interface AttrSpec {
@@ -36,6 +37,12 @@ export interface WriteContext {
   now: string;
   /** What the request's key may do, for the checks a write makes inside its transaction (no escalation, a flow's table); absent: the service itself. */
   grant?: Grant;
+  /**
+   * A request's answer its one single-row create keeps in the same atomic step (an
+   * Idempotency-Key's, AnswerWithWrite; http/idempotency.ts): then any other write of the request is
+   * refused before it writes (NotKeptByWrite), and the request runs again the general way.
+   */
+  keptAnswer?: AnswerWithWrite;
 }
 
 /** Where a resource needs more than rows in its own table. Every hook runs inside the write's transaction. */
