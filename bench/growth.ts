@@ -13,7 +13,7 @@ import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { createBenchTable, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
-import { BENCH_KEY, benchDatabase, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, cpuMs, diskReads, startService } from './support/processes.ts';
 
 const SMALL = 200_000;
 const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
@@ -65,14 +65,30 @@ const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][
   ],
 ];
 
-const results: { name: string; small: Load[]; large: Load[]; ratio: number; ratios: number[] }[] = [];
+/** A round's load, and what the service spent on it per request: CPU (µs, all its threads), major page faults, bytes read from the disk. */
+interface Round extends Load {
+  cpu: number;
+  majorFaults: number;
+  diskBytes: number;
+}
+async function measured(request: LoadRequest): Promise<Round> {
+  const pid = service.child.pid as number;
+  const [cpu0, disk0] = [cpuMs(pid).total, diskReads(pid)];
+  const run = await load(service.url, request, SECONDS);
+  const [cpu1, disk1] = [cpuMs(pid).total, diskReads(pid)];
+  const requests = run.rps * SECONDS;
+  return { ...run, cpu: ((cpu1 - cpu0) * 1000) / requests, majorFaults: (disk1.majorFaults - disk0.majorFaults) / requests, diskBytes: (disk1.diskBytes - disk0.diskBytes) / requests };
+}
+
+const results: { name: string; small: Round[]; large: Round[]; ratio: number; ratios: number[]; cpuRatio: number }[] = [];
 for (const [name, make] of workloads) {
   const requests = { small: await make('small', SMALL), large: await make('large', LARGE) };
   await load(service.url, requests.small, 1);
   await load(service.url, requests.large, 1);
-  const runs = await pairedRounds(ROUNDS, ['small', 'large'], (side) => load(service.url, requests[side], SECONDS));
+  const runs = await pairedRounds(ROUNDS, ['small', 'large'], (side) => measured(requests[side]));
   const ratios = runs.large.map((l, k) => l.mean / runs.small[k].mean);
-  results.push({ name, small: runs.small, large: runs.large, ratio: median(ratios), ratios });
+  const cpuRatio = median(runs.large.map((l, k) => l.cpu / runs.small[k].cpu));
+  results.push({ name, small: runs.small, large: runs.large, ratio: median(ratios), ratios, cpuRatio });
 }
 
 await service.stop();
@@ -82,9 +98,16 @@ if (KEEP === undefined) fs.rmSync(dir, { recursive: true, force: true });
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
 console.log(`\n${LARGE} rows against ${SMALL} on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds of ${SECONDS} s, 10 connections; latency in ms (mean, p99)\n`);
 console.log(`${'workload'.padEnd(36)} ${'small'.padStart(8)} ${'p99'.padStart(8)} ${'large'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
+const m = (xs: Round[], k: 'mean' | 'p99' | 'cpu' | 'majorFaults' | 'diskBytes') => median(xs.map((x) => x[k]));
 for (const { name, small, large, ratio, ratios } of results) {
-  const m = (xs: Load[], k: 'mean' | 'p99') => median(xs.map((x) => x[k]));
   console.log(`${name.padEnd(36)} ${fmt(m(small, 'mean'), 2)} ${fmt(m(small, 'p99'), 1)} ${fmt(m(large, 'mean'), 2)} ${fmt(m(large, 'p99'), 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+}
+// Latency counts waits (the disk) that CPU does not: a large side reading from the disk shows here.
+console.log(`\nthe service per request, median of rounds: CPU (µs, all threads), major faults, bytes read from the disk\n`);
+console.log(`${'workload'.padEnd(36)} ${'cpu'.padStart(8)} ${'majflt'.padStart(8)} ${'disk B'.padStart(8)} ${'cpu'.padStart(8)} ${'majflt'.padStart(8)} ${'disk B'.padStart(8)} ${'cpu x'.padStart(8)}`);
+for (const { name, small, large, cpuRatio } of results) {
+  const side = (xs: Round[]) => `${fmt(m(xs, 'cpu'))} ${fmt(m(xs, 'majorFaults'), 3)} ${fmt(m(xs, 'diskBytes'))}`;
+  console.log(`${name.padEnd(36)} ${side(small)} ${side(large)} ${fmt(cpuRatio, 2)}`);
 }
 const budgets = results.map(({ name, ratio }) => [`${name}: at most 1.2x the latency at ${SMALL} rows`, ratio <= 1.2, ratio.toFixed(2)] as const);
 console.log('\nbudgets:');
