@@ -134,6 +134,18 @@ export function cpuMs(pid: number): { user: number; system: number; total: numbe
   return { user, system, total: user + system };
 }
 
+/**
+ * What a process has waited for the disk for so far: its major page faults (a mapped page the OS
+ * had to read from the disk) and the bytes its reads took from the disk rather than the OS's file
+ * cache (/proc/PID/io read_bytes; a pread served from the cache counts only in rchar).
+ */
+export function diskReads(pid: number): { majorFaults: number; diskBytes: number } {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1]);
+  return { majorFaults: Number(fields[9]), diskBytes: field('read_bytes') };
+}
+
 const postmasters = new WeakMap<pg.Client, number>();
 
 /**
