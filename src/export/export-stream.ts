@@ -42,7 +42,7 @@ function expander(store: ExportStore, plan: ExportPlan): Expander {
       if (x === undefined) return undefined;
       const records = linkIds(decodeLink(value, dialect)).flatMap((id) => {
         const row = x.rows.get(id);
-        return row === undefined ? [] : [store.rows.toRecord(x.table, row)];
+        return row === undefined ? [] : [typeof row === 'string' ? JSON.parse(row) : store.rows.toRecord(x.table, row)];
       });
       return multiple.get(fieldId) ? records : (records[0] ?? null);
     };

@@ -39,8 +39,11 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
 }
 
-/** The records of expanded rows, rendered once per answer however many of its rows link to them (a page of one customer's orders). */
-const expandedRecords = new WeakMap<RawRow, string>();
+/**
+ * The records of an answer's expanded rows by id, each rendered once however many of its rows link
+ * to it (a page of one customer's orders): one entry per expansion (per answer), not per linked row.
+ */
+const expandedRecords = new WeakMap<Expansion, Map<string, string>>();
 
 /**
  * The record texts change entries were rendered with (ChangeLog's render, entryRecordJson), by
@@ -64,16 +67,22 @@ export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect
 
 /** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
 function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
+  let texts = expandedRecords.get(expansion);
+  if (texts === undefined) expandedRecords.set(expansion, (texts = new Map()));
+  const record = (id: string): string | undefined => {
+    let text = texts.get(id);
+    if (text === undefined) {
+      const row = expansion.rows.get(id);
+      if (row === undefined) return undefined;
+      text = typeof row === 'string' ? row : recordJson(expansion.table, row, dialect);
+      texts.set(id, text);
+    }
+    return text;
+  };
   const records: string[] = [];
   for (const id of linkIds(decodeLink(value, dialect))) {
-    const row = expansion.rows.get(id);
-    if (row === undefined) continue;
-    let record = expandedRecords.get(row);
-    if (record === undefined) {
-      record = recordJson(expansion.table, row, dialect);
-      expandedRecords.set(row, record);
-    }
-    records.push(record);
+    const text = record(id);
+    if (text !== undefined) records.push(text);
   }
   return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
 }

@@ -1,4 +1,5 @@
 import type { RawBuilder } from 'kysely';
+import type { FieldType } from '../domain/field-types/field-type.ts';
 
 /**
  * What link maintenance and `expand` (store/links/, RowStore.followLinks) ask of each database
@@ -37,6 +38,12 @@ export interface LinkSql {
    * an array of ids differs from PostgreSQL's only by the space after each comma.)
    */
   linkJson(column: RawBuilder<unknown>): RawBuilder<unknown>;
+  /**
+   * Whether the database writes a value of this type in a record's JSON text (record-json-sql.ts)
+   * byte for byte as the renderer does (render/row-json.ts): an expanded row whose table has only
+   * such fields is read as its record's text, rendered by the database (store/links/expand.ts).
+   */
+  recordValueExact(type: FieldType): boolean;
   /** What follows an edge table's column list in its CREATE TABLE (SQLite: WITHOUT ROWID, the primary key being the table). */
   edgeTableOptions: string;
 }

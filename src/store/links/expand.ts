@@ -7,11 +7,28 @@ import { sql } from 'kysely';
 import { type Database, readRows } from '../database.ts';
 import type { TableCatalog } from '../table-catalog.ts';
 import { listParams, listStatement } from './list-statements.ts';
+import { recordJsonSql } from '../record-json-sql.ts';
 
-/** The rows an `expand`ed link field names, read once for a whole answer: its target table and those rows by id. */
+/**
+ * The rows an `expand`ed link field names, read once for a whole answer: its target table and those
+ * rows by id, each as its columns, or as its record's JSON text where the database rendered it
+ * (recordsInSql).
+ */
 export interface Expansion {
   table: TableDef;
-  rows: ReadonlyMap<string, RawRow>;
+  rows: ReadonlyMap<string, RawRow | string>;
+}
+
+/**
+ * Whether a table's expanded rows are read as their records' text, rendered by the database
+ * (record-json-sql.ts): where it writes each of their values as the renderer would, byte for byte
+ * (LinkSql.recordValueExact). Each row then crosses from the database as one value rather than
+ * one per column, and is not rendered again: on SQLite, where reading a value costs about as much
+ * as rendering it, that is most of what an expanded row costs.
+ */
+function recordsInSql(database: Database, table: TableDef): boolean {
+  const { links } = database.dialect;
+  return table.compiled.fields.every((f) => links.recordValueExact(f.type));
 }
 
 /** Per expanded field id. */
@@ -37,20 +54,21 @@ export async function expandLinks(database: Database, catalog: TableCatalog, row
     }
     const target = await catalog.find(db, linkOptions(field).table);
     if (!target) continue;
-    const found = new Map<string, RawRow>();
+    const found = new Map<string, RawRow | string>();
     const list = [...ids];
-    const read = listStatement(database, target, 'expand', (arg) => {
+    const rendered = recordsInSql(database, target);
+    const read = listStatement(database, target, rendered ? 'expand-records' : 'expand', (arg) => {
       // Unquoted rh_ names (link-dialect.ts, listRows). The rows' own links are rendered as ids: read as their JSON text (LinkSql.linkJson).
       const links = new Set(target.compiled.fields.filter((f) => isLinkField(f.field)).map((f) => f.column));
-      const columns = sql.join(
-        target.compiled.columns.map((c) => (links.has(c) ? sql`${dialect.links.linkJson(sql.raw(`rh_t."${c}"`))} as ${sql.raw(`"${c}"`)}` : sql.raw(`rh_t."${c}"`))),
-      );
+      const columns = rendered
+        ? sql`rh_t."id" as "id", ${sql.raw(recordJsonSql(target, 'rh_t', dialect))} as "record"`
+        : sql.join(target.compiled.columns.map((c) => (links.has(c) ? sql`${dialect.links.linkJson(sql.raw(`rh_t."${c}"`))} as ${sql.raw(`"${c}"`)}` : sql.raw(`rh_t."${c}"`))));
       return sql`select ${columns} from ${sql.table(target.physical)} as rh_t where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(database, arg, 1), ['rh_id'])})`;
     });
     for (let i = 0; i < list.length; i += PER_READ) {
       // A read as a page's: on SQLite's read connection outside a transaction (readRows).
       const part = await readRows(db, read.with(dialect.links.bindList([list.slice(i, i + PER_READ)])));
-      for (const r of part as RawRow[]) found.set(r.id, r);
+      for (const r of part as RawRow[]) found.set(r.id, rendered ? (r.record as string) : r);
     }
     out.set(field.id, { table: target, rows: found });
   }

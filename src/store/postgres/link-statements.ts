@@ -27,5 +27,7 @@ export const postgresLinkSql: LinkSql = {
       end`;
   },
   linkJson: (column) => sql`replace(cast(${column} as text), '", "', '","')`,
+  // Its JSON columns are written with a space after each comma and colon, its numbers and times in its own spelling: none is taken.
+  recordValueExact: () => false,
   edgeTableOptions: '',
 };

@@ -1,5 +1,9 @@
 import { sql } from 'kysely';
 import type { LinkSql } from '../link-dialect.ts';
+import type { ColumnKind } from '../../domain/value-codec.ts';
+
+/** The column kinds whose values SQLite writes in a record's JSON text exactly as the renderer does. */
+const EXACT_KINDS: ReadonlySet<ColumnKind> = new Set<ColumnKind>(['text', 'boolean', 'timestamp', 'date', 'time']);
 
 /** SQLite's link statements (link-dialect.ts): lists bound as one JSON array, link values as JSON text. */
 export const sqliteLinkSql: LinkSql = {
@@ -31,6 +35,11 @@ export const sqliteLinkSql: LinkSql = {
   },
   // The column holds that text.
   linkJson: (column) => column,
+  // json_quote escapes text as JSON.stringify does (test/links/link-expand-records.test.ts), dates and
+  // times are stored as the API writes them, booleans as 0 and 1; a JSON column whose type answers
+  // its stored text as it is (jsonFromDb: links, lists, records) is copied. Not numbers (json_quote
+  // writes 2 as 2.0) nor files (answered as parsed and written again).
+  recordValueExact: (type) => EXACT_KINDS.has(type.column) || (type.column === 'json' && type.jsonFromDb !== undefined),
   // The primary key (src, dst) is the table: one B-tree fewer for each edge written.
   edgeTableOptions: 'without rowid',
 };

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+
+/**
+ * Expanded rows are answered as their own records (CONTRACT §11), byte for byte as a get of the row
+ * answers them, whichever way they are read: as their record's text rendered by the database (on
+ * SQLite, a table whose fields it writes exactly: texts, dates, booleans, lists, records, links) or
+ * as columns rendered by the service (numbers, files, and every table on PostgreSQL). Each is
+ * rendered once per answer, however many rows link to it.
+ */
+eachDatabase('links: expanded records', (kind) => {
+  let t: TestApp;
+  const awkward = "quote \" apostrophe ' backslash \\ newline \n tab \t \u0001 \u001f \u007f \u2028 😀 東京 </script>";
+
+  before(async () => {
+    t = await startApp(kind);
+    const created = [
+      await t.post('/api/tables', {
+        code: 'people',
+        name: 'People',
+        fields: [
+          { code: 'name', type: 'text' },
+          { code: 'since', type: 'dateTime' },
+          { code: 'born', type: 'date' },
+          { code: 'vip', type: 'boolean' },
+          { code: 'tags', type: 'list' },
+          { code: 'meta', type: 'record' },
+        ],
+      }),
+      await t.post('/api/tables', { code: 'products', name: 'Products', fields: [{ code: 'label', type: 'text' }, { code: 'price', type: 'number' }] }),
+      await t.post('/api/tables', {
+        code: 'deals',
+        name: 'Deals',
+        fields: [
+          { code: 'no', type: 'number', options: { indexed: true } },
+          { code: 'person', type: 'link', options: { table: 'people', inverse: { code: 'deals' } } },
+          { code: 'products', type: 'link', options: { table: 'products', multiple: true, inverse: { code: 'deals', multiple: true } } },
+        ],
+      }),
+    ];
+    for (const c of created) assert.equal(c.status, 201, c.text);
+    const people = await t.post('/api/tables/people/rows-bulk', {
+      data: [
+        { id: 'p1', values: { name: awkward, since: '2024-05-01T09:30:00+09:00', born: '1990-02-28', vip: true, tags: ['a', 2, false, null, { x: '\u0001' }], meta: { 'k"ey': [1.5, 'two'], n: 1e21 } } },
+        { id: 'p2', values: { name: 'Nobody linked', vip: false } },
+        { id: 'p3', values: {} },
+      ],
+    });
+    assert.equal(people.status, 201, people.text);
+    const products = await t.post('/api/tables/products/rows-bulk', { data: [{ id: 'x1', values: { label: 'Whole', price: 2 } }, { id: 'x2', values: { label: awkward, price: 0.1 + 0.2 } }] });
+    assert.equal(products.status, 201, products.text);
+    // Several deals of one person and one product on a page; one deal linking nobody; one whose person goes.
+    const deals = await t.post('/api/tables/deals/rows-bulk', {
+      data: [
+        { id: 'd1', values: { no: 1, person: 'p1', products: ['x1', 'x2'] } },
+        { id: 'd2', values: { no: 2, person: 'p1', products: ['x2'] } },
+        { id: 'd3', values: { no: 3 } },
+        { id: 'd4', values: { no: 4, person: 'p1', products: ['x1'] } },
+        { id: 'd5', values: { no: 5, person: 'p3' } },
+      ],
+    });
+    assert.equal(deals.status, 201, deals.text);
+    assert.equal((await t.delete('/api/tables/people/rows/p3')).status, 204);
+  });
+  after(() => t.close());
+
+  /** The exact text a get of the row answers. */
+  async function gotText(table: string, id: string): Promise<string> {
+    const res = await t.get(`/api/tables/${table}/rows/${id}`);
+    assert.equal(res.status, 200, res.text);
+    return res.text;
+  }
+
+  it('a page whose rows share linked rows answers each as its get does, byte for byte, escapes and numbers included', async () => {
+    const page = await t.get('/api/tables/deals/rows', { query: { expand: 'person,products', sort: JSON.stringify([{ no: { direction: 'asc', nulls: 'nullsLast' } }]) } });
+    assert.equal(page.status, 200, page.text);
+    const [p1, x1, x2] = [await gotText('people', 'p1'), await gotText('products', 'x1'), await gotText('products', 'x2')];
+    // The record texts themselves, in place: `2` stays 2 (not 2.0), 0.1 + 0.2 keeps its digits, the text its escapes.
+    const expected = [
+      `"person":${p1},"products":[${x1},${x2}]`,
+      `"person":${p1},"products":[${x2}]`,
+      `"person":null,"products":[]`,
+      `"person":${p1},"products":[${x1}]`,
+      `"person":null,"products":[]`,
+    ];
+    const data = page.body.data as { id: string; values: Record<string, unknown> }[];
+    assert.deepEqual(data.map((d) => d.id), ['d1', 'd2', 'd3', 'd4', 'd5']);
+    let at = 0;
+    for (const [i, text] of expected.entries()) {
+      const found = page.text.indexOf(text, at);
+      assert.ok(found > at, `deal ${data[i].id}: ${text.slice(0, 120)}… in ${page.text.slice(at, at + 400)}`);
+      at = found + text.length;
+    }
+    // The person's own links stay ids: all its deals, in link order.
+    assert.deepEqual((data[0].values.person as { values: { deals: string[] } }).values.deals, ['d1', 'd2', 'd4']);
+    assert.equal(JSON.parse(p1).values.name, awkward);
+  });
+
+  it('a linked row with no links of its own answers its empty inverse; a get of one row expands as a page does', async () => {
+    const linked = await t.post('/api/tables/deals/rows', { id: 'd6', values: { no: 6, person: 'p2' } }, { query: { expand: 'person' } });
+    assert.equal(linked.status, 201, linked.text);
+    assert.deepEqual(linked.body.values.person.values, { name: 'Nobody linked', since: null, born: null, vip: false, tags: null, meta: null, deals: ['d6'] });
+    const unlinked = await t.patch('/api/tables/deals/rows/d6', { values: { person: null } }, { query: { expand: 'person' } });
+    assert.equal(unlinked.status, 200, unlinked.text);
+    assert.equal(unlinked.body.values.person, null);
+    const p2 = await gotText('people', 'p2');
+    assert.deepEqual(JSON.parse(p2).values.deals, []);
+    const one = await t.get('/api/tables/deals/rows/d1', { query: { expand: 'person' } });
+    assert.ok(one.text.includes(`"person":${await gotText('people', 'p1')}`), one.text);
+  });
+
+  it('jsonl exports carry the same records', async () => {
+    const res = await t.app.inject({ method: 'GET', url: `/api/tables/deals/rows-export?${new URLSearchParams({ format: 'jsonl', encoding: 'utf8', newline: 'lf', expand: 'person,products' })}`, headers: { 'x-api-key': TEST_KEY } });
+    assert.equal(res.statusCode, 200, res.body);
+    const lines = res.body.trim().split('\n').map((l) => JSON.parse(l));
+    const d1 = lines.find((l) => l.id === 'd1');
+    assert.deepEqual(d1.values.person, JSON.parse(await gotText('people', 'p1')));
+    assert.deepEqual(d1.values.products, [JSON.parse(await gotText('products', 'x1')), JSON.parse(await gotText('products', 'x2'))]);
+    assert.equal(lines.find((l) => l.id === 'd3').values.person, null);
+  });
+});
