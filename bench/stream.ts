@@ -12,7 +12,7 @@
 // runs on. So every stream is a real connection that really reads every byte it is sent (the service
 // does the whole fan-out, and its backpressure is real), but only a sample of them
 // (BENCH_STREAM_SAMPLE, default 20, spread over the order the streams open in) parse and time their
-// events; the others count them from the raw socket (bench/stream-clients.ts). The two kinds run in
+// events; the others read only their events' ids from the raw socket (bench/stream-clients.ts). The two kinds run in
 // two processes of their own, the writer in this one: the CPU of each process over the writes is
 // printed, so a client side that cannot keep up shows, and is not mistaken for the service.
 //
@@ -30,8 +30,8 @@
 // - from the write's answer to the arrival, at the first sampled stream: a lower bound (the service
 //   wakes the streams once the commit is done, before it writes the answer, so events often arrive
 //   first: they count as 0). The true figure lies between the two bounds.
-// Every stream must get every write, once (counted: as many events as writes answered; sampled:
-// each id above the one before). The service's VmRSS and RssAnon (its own memory; RssFile is the
+// Every stream must get every write, once, in order: as many events as writes answered, each id
+// above the one before (counted streams read the ids from the raw bytes, sampled ones parse). The service's VmRSS and RssAnon (its own memory; RssFile is the
 // database file SQLite's reader maps, the OS's cache) are sampled every 500 ms and printed every
 // 5 s: the mean RssAnon of the run's last third must not exceed that of its middle one by more than
 // 10% (and 16 MiB). The first third is warming up, and so can be the second in a short run: the
