@@ -199,8 +199,6 @@ class TableStreams {
    */
   writeMs = 0;
   unfiltered = 0;
-  /** The time between two writes to a stream, in ms (ROUND_MS to ROUND_MAX_MS, by ROUND_SHARE). */
-  round = ROUND_MS;
   /** Slices the unfiltered live streams are written in, one a read (SLICE_STREAMS); reads so far; streams made live so far. */
   slices = 1;
   turn = 0;
@@ -360,7 +358,7 @@ export class ChangeStreams {
       let behind = false;
       for (;;) {
         // A stream's round (a whole pass of writes at most a 1/ROUND_SHARE of it), read once a slice.
-        const round = (table.round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.writeMs * table.unfiltered)));
+        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.writeMs * table.unfiltered));
         const wait = behind ? 0 : table.lastRead + round / table.slices - performance.now();
         // What waits its turn (writes, other tables) goes first; what commits meanwhile joins this read.
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -420,7 +418,6 @@ export class ChangeStreams {
     table.unfiltered = unfiltered;
     const slices = (table.slices = Math.max(1, Math.min(MAX_SLICES, Math.ceil(unfiltered / (this.options.sliceStreams ?? SLICE_STREAMS)))));
     const turn = table.turn++ % slices;
-    const now = Date.now();
     /** The text after a position, made once a pass however many streams stand there. */
     const made = new Map<number, Text | undefined>();
     let laggards = 0;
@@ -437,9 +434,8 @@ export class ChangeStreams {
         continue;
       }
       if (s.position >= table.tail) continue;
-      // Not its slice's turn: it waits for it, unless a round has passed since its last write (the
-      // reads came late: a busy process's timers fire late, and a round must not stretch by slices).
-      if (!all && s.slot % slices !== turn && now - s.lastWrite < table.round) {
+      // Not its slice's turn: it waits for it.
+      if (!all && s.slot % slices !== turn) {
         laggards++;
         continue;
       }
