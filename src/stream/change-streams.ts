@@ -193,12 +193,8 @@ class TableStreams {
   dirty = false;
   /** When the reader last read (performance.now()). */
   lastRead = 0;
-  /**
-   * How long writing to an unfiltered live stream took, in ms (a moving average over the passes),
-   * and how many there were at the last: a whole pass of writes takes about their product.
-   */
-  writeMs = 0;
-  unfiltered = 0;
+  /** How long handing a read to a slice of the unfiltered live streams took, in ms (a moving average). */
+  deliveryMs = 0;
   /** Slices the unfiltered live streams are written in, one a read (SLICE_STREAMS); reads so far; streams made live so far. */
   slices = 1;
   turn = 0;
@@ -357,16 +353,13 @@ export class ChangeStreams {
     try {
       let behind = false;
       for (;;) {
-        // A stream's round (a whole pass of writes at most a 1/ROUND_SHARE of it), read once a slice.
-        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.writeMs * table.unfiltered));
+        // A stream's round (its whole pass of writes at most a 1/ROUND_SHARE of it), read once a slice.
+        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.deliveryMs * table.slices));
         const wait = behind ? 0 : table.lastRead + round / table.slices - performance.now();
         // What waits its turn (writes, other tables) goes first; what commits meanwhile joins this read.
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         else if (behind) await new Promise((resolve) => setImmediate(resolve));
         if (this.tables.get(table.id) !== table || table.finished || this.closing) return;
-        // After a quiet spell (no read for a round, every stream at the tail) a read goes to every
-        // stream at once: slices would only hold the later ones back.
-        const quiet = table.laggards === 0 && performance.now() - table.lastRead >= round;
         table.lastRead = performance.now();
         table.dirty = false;
         const gone = table.gone;
@@ -383,7 +376,7 @@ export class ChangeStreams {
             table.recentBytes = 0;
           } else keep(table, read);
           table.tail = entries[entries.length - 1].sequence;
-          await this.deliver(table, read, quiet);
+          await this.deliver(table, read);
         } else if (gone) {
           table.finished = true;
           // Every live stream is sent what it has not had yet, then ends.
@@ -415,13 +408,11 @@ export class ChangeStreams {
     const live = [...table.live];
     let unfiltered = 0;
     for (const s of live) if (s.filterKey === '') unfiltered++;
-    table.unfiltered = unfiltered;
     const slices = (table.slices = Math.max(1, Math.min(MAX_SLICES, Math.ceil(unfiltered / (this.options.sliceStreams ?? SLICE_STREAMS)))));
     const turn = table.turn++ % slices;
     /** The text after a position, made once a pass however many streams stand there. */
     const made = new Map<number, Text | undefined>();
     let laggards = 0;
-    let written = 0;
     for (const s of live) {
       if (s.filterKey !== '') {
         if (read) {
@@ -440,7 +431,6 @@ export class ChangeStreams {
         continue;
       }
       const text = read && s.position >= read.after ? plainText(read) : textSince(table, s.position, made);
-      written++;
       if (text) this.sendLive(table, s, text);
       else {
         // The recent reads no longer reach back to it: it catches up from the log.
@@ -450,7 +440,7 @@ export class ChangeStreams {
       }
     }
     table.laggards = laggards;
-    if (written > 0) table.writeMs = 0.8 * table.writeMs + 0.2 * ((performance.now() - started) / written);
+    table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * (performance.now() - started);
     await Promise.all(filtered);
     // What the filtered live streams were sent is not kept with the recent reads (textFor).
     read?.filtered.clear();
