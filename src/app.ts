@@ -61,7 +61,7 @@ export interface AppDeps {
   /** The webhook worker's longest sleep between looks at the queue (tests shorten it); default 1 s. */
   webhookPollMs?: number;
   /** Change streams: the silence before a comment line (default 10 s), and how long a client may take nothing before it is cut off (default 30 s). */
-  stream?: { heartbeatMs?: number; stallMs?: number; sliceStreams?: number };
+  stream?: { heartbeatMs?: number; stallMs?: number };
 }
 
 /** The whole HTTP service: auth, the one error format, and every route. */
@@ -145,7 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const rowStore = new RowStore(database, files, changes, new LinkWrites(database, catalog));
   const rows = { database, catalog, rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   const streams = changes
-    ? new ChangeStreams(database, changes, { heartbeatMs: deps.stream?.heartbeatMs ?? 10_000, stallMs: deps.stream?.stallMs ?? 30_000, sliceStreams: deps.stream?.sliceStreams, warn: (message) => app.log.warn(message) })
+    ? new ChangeStreams(database, changes, { heartbeatMs: deps.stream?.heartbeatMs ?? 10_000, stallMs: deps.stream?.stallMs ?? 30_000, warn: (message) => app.log.warn(message) })
     : undefined;
   app.decorate('changeStreams', streams ?? null);
   // A shutdown ends the streams at once: they would hold it up until its bound.

@@ -64,16 +64,6 @@ const ROUND_MS = 10;
 const ROUND_SHARE = 5;
 const ROUND_MAX_MS = 50;
 /**
- * The unfiltered live streams are written in slices of about SLICE_STREAMS (at most MAX_SLICES),
- * one slice a read, each at its own phase of the round: the reader reads `slices` times a round and
- * writes each stream once a round all the same, with everything since its last write. A change then
- * waits up to a round for its stream's turn but not for the streams written before it in one long
- * pass (at 1,000 streams a pass of writes takes 12 to 27 ms), and the event loop is not held for a
- * whole pass at a time.
- */
-const SLICE_STREAMS = 200;
-const MAX_SLICES = 8;
-/**
  * How much event text of its last reads a table's reader keeps (at least its last read), for the
  * streams a little behind it to catch up from: at 1,000 single-row writes a second of the bench's
  * rows, about the last second and a half.
@@ -95,8 +85,6 @@ export interface ChangeStreamOptions {
   heartbeatMs: number;
   /** A client that takes nothing of what it was sent for this long is cut off. */
   stallMs: number;
-  /** Unfiltered live streams written a read (SLICE_STREAMS by default; tests make several slices of a few streams). */
-  sliceStreams?: number;
   warn: (message: string) => void;
 }
 
@@ -164,8 +152,6 @@ class Stream {
   closed = false;
   waiting = false;
   lastWrite = Date.now();
-  /** Its place among the live streams (the slice it is written in: `slot` modulo the slices). */
-  slot = 0;
   /** What its filter is known by among the table's streams ('': no filter). */
   readonly filterKey: string;
 
@@ -193,14 +179,8 @@ class TableStreams {
   dirty = false;
   /** When the reader last read (performance.now()). */
   lastRead = 0;
-  /** How long handing a read to a slice of the unfiltered live streams took, in ms (a moving average). */
+  /** How long handing a read to the unfiltered live streams took, in ms (a moving average). */
   deliveryMs = 0;
-  /** Slices the unfiltered live streams are written in, one a read (SLICE_STREAMS); reads so far; streams made live so far. */
-  slices = 1;
-  turn = 0;
-  joins = 0;
-  /** Unfiltered live streams behind the tail after the last read (waiting for their slice's turn). */
-  laggards = 0;
   /** The table was found deleted: its streams end once they have sent what the log holds. */
   gone = false;
   /** …and the reader has read it all and ended its live streams. */
@@ -353,9 +333,8 @@ export class ChangeStreams {
     try {
       let behind = false;
       for (;;) {
-        // A stream's round (its whole pass of writes at most a 1/ROUND_SHARE of it), read once a slice.
-        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.deliveryMs * table.slices));
-        const wait = behind ? 0 : table.lastRead + round / table.slices - performance.now();
+        const round = Math.min(ROUND_MAX_MS, Math.max(ROUND_MS, ROUND_SHARE * table.deliveryMs));
+        const wait = behind ? 0 : table.lastRead + round - performance.now();
         // What waits its turn (writes, other tables) goes first; what commits meanwhile joins this read.
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         else if (behind) await new Promise((resolve) => setImmediate(resolve));
@@ -379,14 +358,12 @@ export class ChangeStreams {
           await this.deliver(table, read);
         } else if (gone) {
           table.finished = true;
-          // Every live stream is sent what it has not had yet, then ends.
-          await this.deliver(table, null, true);
           for (const s of [...table.live]) this.end(s);
           return;
-        } else if (table.laggards > 0) await this.deliver(table, null);
+        }
         behind = entries.length === BATCH;
-        // A table deleted: read on until the log holds no more of it; streams waiting for their slice's turn: until they have had it.
-        if (!behind && !table.dirty && !gone && table.laggards === 0) return;
+        // A table deleted: read on until the log holds no more of it.
+        if (!behind && !table.dirty && !gone) return;
       }
     } catch (err) {
       this.options.warn(`change streams of table ${table.id}: ${(err as Error).message}`);
@@ -396,54 +373,25 @@ export class ChangeStreams {
     }
   }
 
-  /**
-   * Hands what the reader read (`read`, null when it read nothing new) to the live streams: to each
-   * filtered one the read's text its filter keeps, to the unfiltered ones of this read's slice (all
-   * of them: `all`) everything they have not had, from the reader's recent reads: one write of the
-   * same buffer to every stream at the same position.
-   */
-  private async deliver(table: TableStreams, read: Read | null, all = false): Promise<void> {
+  /** Hands a batch the reader read to each live stream: one write of the same buffer to every stream with the same filter. */
+  private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
     const started = performance.now();
-    const live = [...table.live];
-    let unfiltered = 0;
-    for (const s of live) if (s.filterKey === '') unfiltered++;
-    const slices = (table.slices = Math.max(1, Math.min(MAX_SLICES, Math.ceil(unfiltered / (this.options.sliceStreams ?? SLICE_STREAMS)))));
-    const turn = table.turn++ % slices;
-    /** The text after a position, made once a pass however many streams stand there. */
-    const made = new Map<number, Text | undefined>();
-    let laggards = 0;
-    for (const s of live) {
-      if (s.filterKey !== '') {
-        if (read) {
-          filtered.push(
-            this.textFor(read, s).then((text) => {
-              if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
-            }),
-          );
-        }
-        continue;
-      }
-      if (s.position >= table.tail) continue;
-      // Not its slice's turn: it waits for it.
-      if (!all && s.slot % slices !== turn) {
-        laggards++;
-        continue;
-      }
-      const text = read && s.position >= read.after ? plainText(read) : textSince(table, s.position, made);
-      if (text) this.sendLive(table, s, text);
+    for (const s of [...table.live]) {
+      // The unfiltered streams are sent theirs at once.
+      if (s.filterKey === '') this.sendLive(table, s, plainText(read));
       else {
-        // The recent reads no longer reach back to it: it catches up from the log.
-        table.live.delete(s);
-        s.mode = 'catching';
-        void this.catchUp(table, s);
+        filtered.push(
+          this.textFor(read, s).then((text) => {
+            if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
+          }),
+        );
       }
     }
-    table.laggards = laggards;
     table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * (performance.now() - started);
     await Promise.all(filtered);
     // What the filtered live streams were sent is not kept with the recent reads (textFor).
-    read?.filtered.clear();
+    read.filtered.clear();
   }
 
   /**
@@ -493,7 +441,6 @@ export class ChangeStreams {
             return;
           }
           s.mode = 'live';
-          s.slot = table.joins++;
           table.live.add(s);
           return;
         }
@@ -739,22 +686,6 @@ function recentAfter(table: TableStreams, position: number): Read | undefined {
   const { recent } = table;
   if (recent.length === 0 || position < recent[0].after) return undefined;
   return recent.find((r) => r.entries[r.entries.length - 1].sequence > position);
-}
-
-/**
- * The text of the reader's recent reads after `position`, up to the tail, for the unfiltered streams
- * standing there (made once a pass: `made`); undefined when the recent reads do not reach back to it.
- */
-function textSince(table: TableStreams, position: number, made: Map<number, Text | undefined>): Text | undefined {
-  if (made.has(position)) return made.get(position);
-  const { recent } = table;
-  let text: Text | undefined;
-  if (recent.length > 0 && position >= recent[0].after) {
-    const entries = recent.flatMap((r) => (r.entries[r.entries.length - 1].sequence > position ? r.entries.filter((e) => e.sequence > position) : []));
-    text = textOf(position, entries, null);
-  }
-  made.set(position, text);
-  return text;
 }
 
 /** A read's text for the streams without a filter (made once). */

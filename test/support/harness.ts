@@ -113,8 +113,8 @@ export interface AppOptions {
   webhookPollMs?: number;
   /** The service's log, at ROWHOUSE_LOG_LEVEL (default info), goes here; without it the app logs nothing. */
   logStream?: NodeJS.WritableStream;
-  /** Change streams' heartbeat and stall times, and streams written a read (buildApp's stream). */
-  stream?: { heartbeatMs?: number; stallMs?: number; sliceStreams?: number };
+  /** Change streams' heartbeat and stall times (buildApp's stream). */
+  stream?: { heartbeatMs?: number; stallMs?: number };
 }
 
 /** The real app over a scratch database, driven through Fastify's inject. */
