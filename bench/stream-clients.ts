@@ -6,10 +6,12 @@
 //   `occurredAt`, for the latencies; the first of them also notes when each row arrived, for the
 //   latency from the write's answer.
 // - `counted`: all the others. Each is a real connection that really reads every byte the service
-//   sends it (so the service does the whole fan-out, and its backpressure is real), but counts its
-//   events only, from the raw socket: no HTTP client, no text decoding, no parsing; a search of the
-//   bytes for the line every event has (`event: change`) with Buffer.indexOf. A million events a
-//   second parsed in JavaScript would take more than the two cores the service runs on.
+//   sends it (so the service does the whole fan-out, and its backpressure is real), but reads only
+//   its events' sequences, from the raw socket: no HTTP client, no text decoding, no 'data' event
+//   (each read lands in one buffer all of them share, `onread`); a search of the bytes for the line
+//   every event begins with (`id: <sequence>`, Buffer.indexOf), its digits read as a number, each
+//   above the one before, and counted. A million events a second parsed in JavaScript would take
+//   more than the two cores the service runs on.
 //
 // Protocol (IPC, advanced serialization): the parent sends {setup}, then {type:'open', n} as many
 // times as it takes, the child answering {type:'opened'} once n more of its streams are open; the parent sends {type:'shift'} (when the writes began) and, once the
@@ -48,7 +50,7 @@ export interface ClientReport {
   bytes: number;
   /** Per stream: events received. */
   counts: number[];
-  /** Streams that got an id not above the one before (a repeat or an out-of-order change); sampled only. */
+  /** Streams that got an id not above the one before (a repeat or an out-of-order change). */
   disordered: number;
   /** Streams the server ended. */
   ended: number;
@@ -62,20 +64,77 @@ export function bucket(ms: number): number {
   return Math.min(BUCKETS - 1, Math.max(0, Math.floor(ms / BUCKET_MS)));
 }
 
-const EVENT = Buffer.from('\nevent: change\n');
-const OPEN = Buffer.from('\n: open\n');
+/** Every event's first line, `id: <sequence>`, after the blank line that ended what came before. */
+const ID = Buffer.from('\nid: ');
+const NEWLINE = 10;
+/** An id line's bytes at most (the needle, a sequence's digits, its newline). */
+const ID_LINE = ID.length + 17;
+/**
+ * The counted streams' one read buffer: a socket's read lands in it and is scanned before the next
+ * read (net.connect's `onread`: no 'data' event, no Buffer allocated a read).
+ */
+const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
+/** The unfinished end of a stream's last read and the start of its next, scanned together. */
+const JOINT = Buffer.allocUnsafe(3 * ID_LINE);
 
-/** How many times `needle` occurs in `chunk`, and in the bytes that straddle `tail` (the previous chunk's end) and it. */
-function occurrences(needle: Buffer, tail: Buffer, chunk: Buffer): number {
-  let n = 0;
-  for (let at = chunk.indexOf(needle); at >= 0; at = chunk.indexOf(needle, at + needle.length)) n++;
-  if (tail.length > 0) {
-    const joint = Buffer.concat([tail, chunk.subarray(0, needle.length - 1)]);
-    // Only a match that begins in the tail and ends in the chunk: the tail alone is shorter than the needle.
-    const at = joint.indexOf(needle);
-    if (at >= 0 && at < tail.length && at + needle.length > tail.length) n++;
+/**
+ * Finds each event's sequence in a stream's reads as they come, whatever bytes a read begins or
+ * ends with: a search of the bytes for the id lines (Buffer.indexOf), its digits read as numbers,
+ * no text decoded. What a read ends with that may begin an id line (a part of the needle, a line
+ * without its newline) is kept, and read again with the next read's first bytes.
+ */
+export class IdScanner {
+  private readonly carry = Buffer.allocUnsafe(2 * ID_LINE);
+  private carried = 0;
+
+  constructor(private readonly seen: (sequence: number) => void) {}
+
+  scan(data: Buffer): void {
+    let from = 0;
+    if (this.carried > 0) {
+      const kept = this.carried;
+      this.carried = 0;
+      this.carry.copy(JOINT, 0, 0, kept);
+      // A read this short is scanned with what was kept, as one.
+      if (data.length <= ID_LINE) {
+        this.scan(JOINT.subarray(0, kept + data.copy(JOINT, kept)));
+        return;
+      }
+      const joint = JOINT.subarray(0, kept + data.copy(JOINT, kept, 0, Math.min(data.length, ID_LINE)));
+      const at = joint.indexOf(ID);
+      // Only a line that begins in what was kept (whole in the joint, which holds a line's length
+      // of this read): one that begins in this read is found below.
+      if (at >= 0 && at < kept) {
+        const end = this.line(joint, at);
+        if (end < 0) return;
+        from = end - kept;
+      }
+    }
+    for (let at = data.indexOf(ID, from); at >= 0; at = data.indexOf(ID, from)) {
+      const end = this.line(data, at);
+      if (end < 0) return;
+      from = end;
+    }
+    // The end of the read may begin the next id line.
+    this.keep(data, Math.max(from, data.length - (ID.length - 1)));
   }
-  return n;
+
+  /** Reads the id line at `at`: where its newline is, or -1 (it is kept) when the bytes end before it. */
+  private line(bytes: Buffer, at: number): number {
+    let sequence = 0;
+    let k = at + ID.length;
+    for (; k < bytes.length && bytes[k] !== NEWLINE; k++) sequence = sequence * 10 + (bytes[k] - 48);
+    if (k === bytes.length) {
+      this.keep(bytes, at);
+      return -1;
+    }
+    this.seen(sequence);
+    return k;
+  }
+
+  private keep(bytes: Buffer, from: number): void {
+    this.carried = bytes.copy(this.carry, 0, from, Math.min(bytes.length, from + this.carry.length));
+  }
 }
 
 async function run(setup: ClientSetup): Promise<void> {
@@ -156,36 +215,52 @@ async function run(setup: ClientSetup): Promise<void> {
       closers.push(() => req.destroy());
     });
 
-  /** A stream whose events are only counted, on the raw socket (the answer's head and chunk sizes pass through unread). */
+  /**
+   * A stream whose events' sequences are only checked (each above the one before) and counted, on
+   * the raw socket, read into one shared buffer (the answer's head passes through unread).
+   */
   const counted = (i: number) =>
     new Promise<void>((resolve, reject) => {
-      const socket = net.connect(Number(url.port), url.hostname);
-      let head = true;
+      let head = '';
       let opened = false;
-      let tail = Buffer.alloc(0);
       let closing = false;
+      const ids = new IdScanner((sequence) => {
+        if (!(sequence > lastIds[i])) disordered.add(i);
+        lastIds[i] = sequence;
+        counts[i]++;
+        report.events++;
+      });
+      const socket = net.connect({
+        port: Number(url.port),
+        host: url.hostname,
+        onread: {
+          buffer: READ_BUFFER,
+          // Answers whether to read on (false would pause the socket).
+          callback: (nread: number, buffer: Uint8Array): boolean => {
+            const data = (buffer as Buffer).subarray(0, nread);
+            report.bytes += nread;
+            if (!opened) {
+              head += data.toString('latin1');
+              if (!head.startsWith('HTTP/1.1 200'.slice(0, head.length))) {
+                reject(new Error(`stream ${i}: ${head.slice(0, 40)}`));
+                socket.destroy();
+                return false;
+              }
+              if (head.includes('\n: open\n')) {
+                opened = true;
+                head = '';
+                resolve();
+              }
+            }
+            const before = counts[i];
+            ids.scan(data);
+            if (counts[i] > before && counts[i] >= expected) check();
+            return true;
+          },
+        },
+      });
       socket.on('connect', () => {
         socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\nX-API-Key: ${setup.key}\r\nConnection: close\r\n\r\n`);
-      });
-      socket.on('data', (chunk: Buffer) => {
-        report.bytes += chunk.length;
-        if (head) {
-          head = false;
-          if (!chunk.subarray(0, 12).toString('latin1').startsWith('HTTP/1.1 200')) {
-            reject(new Error(`stream ${i}: ${chunk.subarray(0, 40).toString('latin1')}`));
-            socket.destroy();
-            return;
-          }
-        }
-        if (!opened && occurrences(OPEN, tail, chunk) > 0) {
-          opened = true;
-          resolve();
-        }
-        const n = occurrences(EVENT, tail, chunk);
-        counts[i] += n;
-        report.events += n;
-        tail = Buffer.from(chunk.subarray(Math.max(0, chunk.length - (EVENT.length - 1))));
-        if (n > 0 && counts[i] >= expected) check();
       });
       socket.on('end', () => {
         if (!closing) report.ended++;

@@ -12,7 +12,7 @@
 // runs on. So every stream is a real connection that really reads every byte it is sent (the service
 // does the whole fan-out, and its backpressure is real), but only a sample of them
 // (BENCH_STREAM_SAMPLE, default 20, spread over the order the streams open in) parse and time their
-// events; the others count them from the raw socket (bench/stream-clients.ts). The two kinds run in
+// events; the others read only their events' ids from the raw socket (bench/stream-clients.ts). The two kinds run in
 // two processes of their own, the writer in this one: the CPU of each process over the writes is
 // printed, so a client side that cannot keep up shows, and is not mistaken for the service.
 //
@@ -30,8 +30,8 @@
 // - from the write's answer to the arrival, at the first sampled stream: a lower bound (the service
 //   wakes the streams once the commit is done, before it writes the answer, so events often arrive
 //   first: they count as 0). The true figure lies between the two bounds.
-// Every stream must get every write, once (counted: as many events as writes answered; sampled:
-// each id above the one before). The service's VmRSS and RssAnon (its own memory; RssFile is the
+// Every stream must get every write, once, in order: as many events as writes answered, each id
+// above the one before (counted streams read the ids from the raw bytes, sampled ones parse). The service's VmRSS and RssAnon (its own memory; RssFile is the
 // database file SQLite's reader maps, the OS's cache) are sampled every 500 ms and printed every
 // 5 s: the mean RssAnon of the run's last third must not exceed that of its middle one by more than
 // 10% (and 16 MiB). The first third is warming up, and so can be the second in a short run: the
@@ -45,6 +45,12 @@
 // one per stream per read of the log, when the streams keep up). BENCH_STREAM_BULK=n makes each
 // write a bulk create of n rows (the same changes for the streams at a fraction of the writes' cost).
 //
+// Two builds side by side: BENCH_STREAM_BEFORE=<a checkout with its own build> (e.g. /work/main,
+// after `npm run build` there) runs each configuration on that checkout's build and on this one's,
+// BENCH_ROUNDS times (default 1), alternating which goes first; the table names each run's build.
+// On a shared machine compare the CPU per event and the latency at a low rate (the fixed delay
+// between a commit and its delivery) within one such run only.
+//
 // The service needs no limit raised for 1,000 streams: Node's server caps no connection count,
 // Fastify's connectionTimeout is off, requestTimeout bounds only receiving a request, and a stream
 // holds no database connection. The file descriptors (1,000 sockets in each process) fit the
@@ -57,7 +63,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { BUCKETS, BUCKET_MS, type ClientReport, type ClientSetup } from './stream-clients.ts';
 import { createBenchTable, dataset } from './support/dataset.ts';
-import { BENCH_KEY, benchDatabase, cpuMs, memory, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, benchDatabase, cpuMs, memory, startService } from './support/processes.ts';
 
 const now = () => performance.timeOrigin + performance.now();
 const P99_GOAL_MS = 100;
@@ -70,6 +76,12 @@ const SAMPLE = Number(process.env.BENCH_STREAM_SAMPLE ?? 20);
  */
 const BULK = Number(process.env.BENCH_STREAM_BULK ?? 1);
 
+/** The builds measured: this checkout's, and another's beside it (BENCH_STREAM_BEFORE), BENCH_ROUNDS rounds of each. */
+const BEFORE = process.env.BENCH_STREAM_BEFORE;
+const BUILDS = BEFORE ? [{ name: 'before', root: BEFORE }, { name: 'after', root: ROOT }] : [{ name: 'this', root: ROOT }];
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+type Build = (typeof BUILDS)[number];
+
 const list = (arg: string | undefined, fallback: number) => (arg ?? String(fallback)).split(',').map(Number);
 const STREAMS = list(process.argv[2], 1000);
 const RATES = list(process.argv[3], 1000);
@@ -79,6 +91,8 @@ if (![...STREAMS, ...RATES, SECONDS, SAMPLE, BULK].every((n) => Number.isInteger
 }
 
 interface Outcome {
+  build: string;
+  round: number;
   streams: number;
   rate: number;
   answeredPerSecond: number;
@@ -103,19 +117,27 @@ interface Outcome {
 
 const outcomes: Outcome[] = [];
 console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}; ulimit -n ${fs.readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)/)?.[1]}`);
-for (const streams of STREAMS) for (const rate of RATES) outcomes.push(await measure(streams, rate, SECONDS));
+for (const streams of STREAMS) {
+  for (const rate of RATES) {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const build of round % 2 === 0 ? BUILDS : [...BUILDS].reverse()) outcomes.push({ ...(await measure(streams, rate, SECONDS, build)), round });
+    }
+  }
+}
 if (outcomes.length > 1) {
   console.log(`\n${process.env.BENCH_DATABASE === 'postgres' ? 'PostgreSQL' : 'SQLite'}, ${SECONDS} s each: CPU in % of one core over the writes; µs/event is the service's CPU beyond what the writes cost alone (per write, in the 0-stream run at that rate) per event delivered`);
   console.log('ms/write is all the service\'s CPU per write answered (its streams included); µs/ev all is all of it per event delivered');
-  console.log('syscalls/s are the service\'s write system calls a second (KiB each)');
-  console.log('streams  asked/s  answered/s  p50 ms  p99 ms  service%  ms/write  µs/ev all  µs/event  syscalls/s (KiB)  clients%  writer%  RssAnon MiB by third');
+  console.log('syscalls/s are the service\'s write system calls a second (KiB each); round ms: the time between two writes to a stream, from the syscalls beyond the 0-stream run\'s');
+  console.log(`${BUILDS.length > 1 ? 'build   ' : ''}streams  asked/s  answered/s  p50 ms  p99 ms  service%  ms/write  µs/ev all  µs/event  syscalls/s (KiB)  round ms  clients%  writer%  RssAnon MiB by third`);
   for (const o of outcomes) {
-    const alone = outcomes.find((b) => b.streams === 0 && b.rate === o.rate);
+    const alone = outcomes.find((b) => b.streams === 0 && b.rate === o.rate && b.build === o.build && b.round === o.round);
     // ms of CPU a second beyond what the writes answered cost alone (at that run's CPU per write), over events a second, in µs.
     const beyond = alone ? o.serviceCpuMs - (alone.serviceCpuMs / alone.answeredPerSecond) * o.answeredPerSecond : NaN;
     const perEvent = o.streams > 0 && o.eventsPerSecond > 0 ? (beyond / o.eventsPerSecond) * 1000 : NaN;
+    // Each stream is written once per read of the table's reader: the mean time between them, the longest a change waits for its read.
+    const round = alone && o.streams > 0 ? (1000 * o.streams) / (o.syscallsPerSecond - (alone.syscallsPerSecond / alone.answeredPerSecond) * o.answeredPerSecond) : NaN;
     console.log(
-      [String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (o.serviceCpuMs / o.answeredPerSecond).toFixed(2).padStart(9), (o.eventsPerSecond > 0 ? ((o.serviceCpuMs / o.eventsPerSecond) * 1000).toFixed(2) : '-').padStart(10), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), `${o.syscallsPerSecond.toFixed(0)} (${(o.bytesPerSyscall / 1024).toFixed(1)})`.padStart(17), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
+      [...(BUILDS.length > 1 ? [o.build.padEnd(7)] : []), String(o.streams).padStart(7), String(o.rate).padStart(8), o.answeredPerSecond.toFixed(0).padStart(11), o.p50.toFixed(1).padStart(7), o.p99.toFixed(1).padStart(7), o.serviceCpu.toFixed(0).padStart(9), (o.serviceCpuMs / o.answeredPerSecond).toFixed(2).padStart(9), (o.eventsPerSecond > 0 ? ((o.serviceCpuMs / o.eventsPerSecond) * 1000).toFixed(2) : '-').padStart(10), (Number.isNaN(perEvent) ? '-' : perEvent.toFixed(1)).padStart(9), `${o.syscallsPerSecond.toFixed(0)} (${(o.bytesPerSyscall / 1024).toFixed(1)})`.padStart(17), (Number.isNaN(round) ? '-' : round.toFixed(1)).padStart(9), o.clientsCpu.toFixed(0).padStart(9), o.writerCpu.toFixed(0).padStart(8), `${o.anonFirst.toFixed(0)} ${o.anonMiddle.toFixed(0)} ${o.anonLast.toFixed(0)}`.padStart(12)].join(' '),
     );
   }
 }
@@ -141,11 +163,11 @@ function clients(setup: ClientSetup): { child: ChildProcess; ask: <T>(message: u
   return { child, ask };
 }
 
-async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<Outcome> {
+async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Build): Promise<Omit<Outcome, 'round'>> {
   const { dir, postgres, env } = await benchDatabase('stream');
   const ds = await dataset();
   const values = [...ds.rows(10_000, 7)].map((r) => r.values);
-  const service = await startService(env);
+  const service = await startService(env, build.root);
   const pid = service.child.pid as number;
   const children: ChildProcess[] = [];
   try {
@@ -274,7 +296,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     const p50 = quantile(fromCommit, 0.5);
     const p99 = quantile(fromCommit, 0.99);
 
-    console.log(`${postgres ? 'PostgreSQL' : 'SQLite'}: node bin/rowhouse.mjs serve (the build); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    console.log(`${postgres ? 'PostgreSQL' : 'SQLite'}: node bin/rowhouse.mjs serve (the build of ${build.root}${BUILDS.length > 1 ? `, ${build.name}` : ''}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     console.log(`${STREAMS} streams on one table; ${RATE} ${BULK === 1 ? 'single-row creates' : `rows created (bulk creates of ${BULK})`}/s asked for ${SECONDS} s: ${answered} answered 201 in ${writeSeconds.toFixed(1)} s (${(answered / writeSeconds).toFixed(0)}/s; sent over ${paceSeconds.toFixed(1)} s), ${failed} failed, at most ${mostInFlight} in flight`);
     console.log(`events delivered: ${events} (${answered} × ${STREAMS} = ${answered * STREAMS} expected), ${((reports.reduce((s, r) => s + r.bytes, 0) / 2 ** 20)).toFixed(0)} MiB`);
     const line = (label: string, h: Uint32Array, max = false) =>
@@ -308,6 +330,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number): Promise<
     console.log('budgets:');
     for (const [what, ok] of budgets) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what}`);
     return {
+      build: build.name,
       streams: STREAMS,
       rate: RATE,
       answeredPerSecond: answered / writeSeconds,

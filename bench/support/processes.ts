@@ -44,8 +44,8 @@ async function waitFor(url: string, child: ChildProcess, log: () => string): Pro
 }
 
 /** Starts a node process and waits until `health` answers 200. */
-export async function startProcess(args: string[], env: Record<string, string>, port: number, health: string): Promise<Proc> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startProcess(args: string[], env: Record<string, string>, port: number, health: string, cwd = ROOT): Promise<Proc> {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d).slice(-20_000);
@@ -76,23 +76,24 @@ function profiled(): string[] {
  * when it would (dist/ missing or older than src/). Asked once, with --help, which makes the same
  * check; startService keeps the service's own stderr to itself.
  */
-let buildChecked = false;
-function requireBuild(): void {
-  if (buildChecked) return;
-  const note = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: ROOT, encoding: 'utf8' }).stderr.trim();
-  if (/tsx/.test(note)) throw new Error(`the service would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` first`);
-  buildChecked = true;
+const buildChecked = new Set<string>();
+function requireBuild(root: string): void {
+  if (buildChecked.has(root)) return;
+  const note = spawnSync(process.execPath, ['bin/rowhouse.mjs', '--help'], { cwd: root, encoding: 'utf8' }).stderr.trim();
+  if (/tsx/.test(note)) throw new Error(`the service in ${root} would run src/ through tsx, not the build: ${note}\nrun \`npm run build\` there first`);
+  buildChecked.add(root);
 }
 
 /**
  * The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own, at
  * its default log level (info: an access-log line per request, read from its stdout here as a log
- * collector would) unless `env` sets ROWHOUSE_LOG_LEVEL.
+ * collector would) unless `env` sets ROWHOUSE_LOG_LEVEL. `root`: the checkout whose build it runs
+ * (another's, to compare two builds side by side).
  */
-export async function startService(env: Record<string, string>): Promise<Proc> {
-  requireBuild();
+export async function startService(env: Record<string, string>, root = ROOT): Promise<Proc> {
+  requireBuild(root);
   const port = await freePort();
-  return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz');
+  return startProcess([...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz', root);
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */
