@@ -25,8 +25,8 @@ eachDatabase('Idempotency-Key request scope', (kind) => {
   });
   after(() => t.close());
 
-  it('is held while a request with a key runs in its held transaction, and given up once it has answered', async () => {
-    assert.equal(heldScopesNow(), 0);
+  /** A keyed CSV import whose file has begun but not ended, 200 ms on: its request is running. */
+  async function importUnderWay() {
     const file = new PassThrough();
     file.write('title\nfirst\n');
     const running = t.app.inject({
@@ -36,6 +36,12 @@ eachDatabase('Idempotency-Key request scope', (kind) => {
       payload: file,
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
+    return { file, running };
+  }
+
+  it('is held while a request with a key runs in its held transaction, and given up once it has answered', async () => {
+    assert.equal(heldScopesNow(), 0);
+    const { file, running } = await importUnderWay();
     assert.equal(heldScopesNow(), 1, 'the import runs in its held transaction');
     file.end('second\n');
     const done = await running;
@@ -66,15 +72,7 @@ eachDatabase('Idempotency-Key request scope', (kind) => {
   });
 
   it('is given up when the client goes before the answer', async () => {
-    const file = new PassThrough();
-    file.write('title\nfirst\n');
-    const running = t.app.inject({
-      method: 'POST',
-      url: '/api/tables/orders/rows-import?format=csv&encoding=utf8',
-      headers: { 'content-type': 'text/csv', 'idempotency-key': fresh(), 'x-api-key': TEST_KEY },
-      payload: file,
-    });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { file, running } = await importUnderWay();
     assert.equal(heldScopesNow(), 1);
     file.destroy(new Error('the client went away'));
     await running.catch(() => undefined);
