@@ -2,10 +2,14 @@ import { type CompiledQuery, sql } from 'kysely';
 import { ServiceError } from '../domain/errors.ts';
 import type { AnswerWithWrite } from './change-entries.ts';
 import type { Database } from './database.ts';
+import { keyHashOf } from './idempotency-key-hash.ts';
 import type { Meta, MetaDb } from './meta-schema.ts';
 
 /** A request with an Idempotency-Key, as kept (CONTRACT §12): what it was, and its answer. */
-export type IdempotencyRecord = Meta['rh_idempotency'];
+export type IdempotencyRecord = Omit<Meta['rh_idempotency'], 'keyHash'>;
+
+/** A record's columns as read: all but the hash it is found by. */
+const RECORD_COLUMNS = ['keyId', 'key', 'method', 'path', 'bodyHash', 'status', 'contentType', 'body', 'createdAt', 'expiresAt'] as const satisfies readonly (keyof IdempotencyRecord)[];
 
 /** What a request is, to tell a repeat from another request under the same key. */
 export interface IdempotentRequest {
@@ -57,12 +61,12 @@ const KEPT_WITH_WRITE = ['keyId', 'key', 'method', 'path', 'bodyHash', 'status',
  * may change the metadata (sqlite/open-sqlite.ts), which this one does not.
  */
 function keptInsert(place: (i: number) => string, record: string): string {
-  return `insert into rh_idempotency (${KEPT_WITH_WRITE.map((c) => `"${c}"`).join(', ')}, "body") values (${KEPT_WITH_WRITE.map((_, i) => place(i)).join(', ')}, ${record})`;
+  return `insert into rh_idempotency (${KEPT_WITH_WRITE.map((c) => `"${c}"`).join(', ')}, "keyHash", "body") values (${KEPT_WITH_WRITE.map((_, i) => place(i)).join(', ')}, ${place(KEPT_WITH_WRITE.length)}, ${record})`;
 }
 
-/** The delete of a kept record by its key (keyId, key), written as keptInsert is. */
+/** The delete of a kept record by its key (keyHash, keyId, key), written as keptInsert is. */
 function keptDelete(place: (i: number) => string): string {
-  return `delete from rh_idempotency where "keyId" = ${place(0)} and "key" = ${place(1)}`;
+  return `delete from rh_idempotency where "keyHash" = ${place(0)} and "keyId" = ${place(1)} and "key" = ${place(2)}`;
 }
 
 /** The records of requests with an Idempotency-Key: found, claimed, kept with the writes they answer, swept once expired. */
@@ -75,18 +79,20 @@ export class IdempotencyStore {
     private readonly ttlSeconds: number,
   ) {
     const db: MetaDb = database.db;
-    type Lookup = 'keyId' | 'key' | 'now';
+    type Lookup = 'keyHash' | 'keyId' | 'key' | 'now';
     type Opening = Lookup | 'lock';
-    type Kept = 'keyId' | 'key' | 'method' | 'path' | 'bodyHash' | 'status' | 'contentType' | 'body' | 'createdAt' | 'expiresAt';
+    type Kept = 'keyHash' | 'keyId' | 'key' | 'method' | 'path' | 'bodyHash' | 'status' | 'contentType' | 'body' | 'createdAt' | 'expiresAt';
     const lock = database.dialect.tryLock('');
     this.locks = lock !== null;
     this.statements = {
-      find: compiledOnce<Lookup>((v) => db.selectFrom('rh_idempotency').selectAll().where('keyId', '=', v('keyId')).where('key', '=', v('key')).where('expiresAt', '>', v('now')).compile()),
+      find: compiledOnce<Lookup>((v) =>
+        db.selectFrom('rh_idempotency').select(RECORD_COLUMNS).where('keyHash', '=', v('keyHash') as unknown as bigint).where('keyId', '=', v('keyId')).where('key', '=', v('key')).where('expiresAt', '>', v('now')).compile(),
+      ),
       // One statement, one round trip: the key's lock taken, and its unexpired record read (none: every column null).
       open: compiledOnce<Opening>(
         (v) =>
-          sql`select ${database.dialect.tryLock(v('lock')) ?? sql`1`} as "locked", r.* from (select 1 as one) as o
-            left join rh_idempotency as r on r."keyId" = ${v('keyId')} and r."key" = ${v('key')} and r."expiresAt" > ${v('now')}`.compile(db),
+          sql`select ${database.dialect.tryLock(v('lock')) ?? sql`1`} as "locked", ${sql.raw(RECORD_COLUMNS.map((c) => `r."${c}"`).join(', '))} from (select 1 as one) as o
+            left join rh_idempotency as r on r."keyHash" = ${v('keyHash')} and r."keyId" = ${v('keyId')} and r."key" = ${v('key')} and r."expiresAt" > ${v('now')}`.compile(db),
       ),
       // An expired record of the key gives way, an unexpired one not (nothing returned): one statement.
       keep: compiledOnce<Kept>((v) => {
@@ -100,10 +106,12 @@ export class IdempotencyStore {
           createdAt: v('createdAt'),
           expiresAt: v('expiresAt'),
         };
+        // The key's expired record gives way, and so would an expired one of another key of the same hash.
+        const named = { keyId: v('keyId'), key: v('key'), ...answer };
         return db
           .insertInto('rh_idempotency')
-          .values({ keyId: v('keyId'), key: v('key'), ...answer })
-          .onConflict((oc) => oc.columns(['keyId', 'key']).doUpdateSet(answer).where('rh_idempotency.expiresAt', '<=', v('createdAt')))
+          .values({ keyHash: v('keyHash') as unknown as bigint, ...named })
+          .onConflict((oc) => oc.column('keyHash').doUpdateSet(named).where('rh_idempotency.expiresAt', '<=', v('createdAt')))
           .returning('key')
           .compile();
       }),
@@ -120,7 +128,7 @@ export class IdempotencyStore {
 
   /** The unexpired record of a key of an API key. */
   async find(keyId: string, key: string, now = new Date().toISOString()): Promise<IdempotencyRecord | undefined> {
-    const [kept] = await this.run<IdempotencyRecord>(this.database.db, this.statements.find({ keyId, key, now }));
+    const [kept] = await this.run<IdempotencyRecord>(this.database.db, this.statements.find({ keyHash: keyHashOf(keyId, key), keyId, key, now }));
     return kept;
   }
 
@@ -132,7 +140,7 @@ export class IdempotencyStore {
    */
   async open(tx: MetaDb, request: Pick<IdempotentRequest, 'keyId' | 'key'>): Promise<IdempotencyRecord | undefined> {
     const { keyId, key } = request;
-    const [row] = await this.run<IdempotencyRecord & { locked: unknown }>(tx, this.statements.open({ lock: `rowhouse-idempotency:${keyId}:${key}`, keyId, key, now: new Date().toISOString() }));
+    const [row] = await this.run<IdempotencyRecord & { locked: unknown }>(tx, this.statements.open({ lock: `rowhouse-idempotency:${keyId}:${key}`, keyHash: keyHashOf(keyId, key), keyId, key, now: new Date().toISOString() }));
     if (!row.locked) throw inFlight(key);
     if (row.key === null) return undefined;
     const { locked: _, ...kept } = row;
@@ -153,7 +161,7 @@ export class IdempotencyStore {
    * gives way). An unexpired one kept meanwhile by another instance is a 409, rolling the writes back.
    */
   async keep(meta: MetaDb, request: IdempotentRequest, answer: KeptAnswer): Promise<void> {
-    const kept = await this.run(meta, this.statements.keep(this.record(request, answer)));
+    const kept = await this.run(meta, this.statements.keep({ ...this.record(request, answer), keyHash: keyHashOf(request.keyId, request.key) }));
     if (kept.length === 0) throw inFlight(request.key);
   }
 
@@ -164,7 +172,8 @@ export class IdempotencyStore {
    */
   keptWithWrite(request: IdempotentRequest, answer: Omit<KeptAnswer, 'body'>): Omit<AnswerWithWrite, 'written'> {
     const record = this.record(request, { ...answer, body: null });
-    return { sql: keptInsert, parameters: KEPT_WITH_WRITE.map((column) => record[column]), forget: keptDelete, forgetParameters: [request.keyId, request.key] };
+    const keyHash = keyHashOf(request.keyId, request.key);
+    return { sql: keptInsert, parameters: [...KEPT_WITH_WRITE.map((column) => record[column]), keyHash], forget: keptDelete, forgetParameters: [keyHash, request.keyId, request.key] };
   }
 
   /** The record of a request's answer, kept now until the time to live has passed. */

@@ -73,6 +73,8 @@ export interface Meta {
   rh_migrations: { version: number; name: string; appliedAt: string };
   /** The answer to a request with an Idempotency-Key, per API key (store/idempotency-store.ts). */
   rh_idempotency: {
+    /** idempotency-key-hash.ts: the 64-bit hash of keyId and key the record is found by (unique). */
+    keyHash: bigint;
     keyId: string;
     key: string;
     method: string;

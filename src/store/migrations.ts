@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type CreateTableBuilder, sql } from 'kysely';
 import { changeNumbers } from '../domain/row-columns.ts';
+import { keyHashOf } from './idempotency-key-hash.ts';
 import type { Db } from './database.ts';
 import type { ColumnKind, Dialect } from './dialect.ts';
 import type { MetaDb } from './meta-schema.ts';
@@ -374,6 +375,53 @@ const migrations: Migration[] = [
       // walks the table in rowid order instead (sqlite/idempotency-sweep.ts). PostgreSQL's uses it.
       if (dialect.name !== 'sqlite') return;
       await db.schema.dropIndex('rh_idempotency_expires').ifExists().execute();
+    },
+  },
+  {
+    version: 20,
+    name: 'kept answers found by a hash of their key',
+    async up(db, dialect) {
+      // A keyed create inserted its record into the (keyId, key) primary key, text entries of 60
+      // bytes and more at random places: as records accumulated, each insert touched a page of its
+      // own (docs/decisions.md "Kept answers found by a hash of their key"). Now a unique index on
+      // an 8-byte hash of the two (idempotency-key-hash.ts); lookups compare keyId and key too. The
+      // table is made again (SQLite cannot drop a primary key), its records copied with their hash.
+      const hashed = db.schema.createTable('rh_idempotency_hashed').addColumn('keyHash', type(dialect, 'integer'), (c) => c.notNull());
+      await hashed
+        .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
+        .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
+        .addColumn('contentType', type(dialect, 'text'))
+        .addColumn('body', type(dialect, 'text'))
+        .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull())
+        .execute();
+      // In batches along the old primary key (a day of records may be many).
+      for (let after: { keyId: string; key: string } | undefined; ; ) {
+        const from = after;
+        const rows = await db
+          .selectFrom('rh_idempotency')
+          .selectAll()
+          .$if(from !== undefined, (q) => q.where((eb) => eb.or([eb('keyId', '>', from?.keyId), eb.and([eb('keyId', '=', from?.keyId), eb('key', '>', from?.key)])])))
+          .orderBy('keyId')
+          .orderBy('key')
+          .limit(500)
+          .execute();
+        if (rows.length === 0) break;
+        await db
+          .insertInto('rh_idempotency_hashed')
+          .values(rows.map((r) => ({ ...r, keyHash: keyHashOf(r.keyId, r.key) })))
+          .execute();
+        after = rows[rows.length - 1] as { keyId: string; key: string };
+      }
+      await db.schema.dropTable('rh_idempotency').execute();
+      await db.schema.alterTable('rh_idempotency_hashed').renameTo('rh_idempotency').execute();
+      await db.schema.createIndex('rh_idempotency_hash').unique().on('rh_idempotency').column('keyHash').execute();
+      // PostgreSQL's sweep deletes by expiry through this index; SQLite's walks the table (migration 19).
+      if (dialect.name !== 'sqlite') await db.schema.createIndex('rh_idempotency_expires').on('rh_idempotency').column('expiresAt').execute();
     },
   },
 ];

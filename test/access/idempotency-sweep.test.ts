@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import type { IdempotencyRecord } from '../../src/store/idempotency-store.ts';
+import { keyHashOf } from '../../src/store/idempotency-key-hash.ts';
 import type { MetaDb } from '../../src/store/meta-schema.ts';
 import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
 
@@ -30,7 +31,8 @@ eachDatabase('Idempotency-Key sweep', (kind) => {
 
   /** Keeps records in this order, named `key` with expiresAt `expiresAt` (seconds from now). */
   async function keep(records: { key: string; expiresIn: number }[]): Promise<void> {
-    const rows: IdempotencyRecord[] = records.map(({ key, expiresIn }) => ({
+    const rows: (IdempotencyRecord & { keyHash: bigint })[] = records.map(({ key, expiresIn }) => ({
+      keyHash: keyHashOf('sweep-test', key),
       keyId: 'sweep-test',
       key,
       method: 'POST',
