@@ -22,6 +22,21 @@ type ItemColumn = 'id' | 'createdAt' | 'updatedAt' | 'createdBy' | 'updatedBy';
 // Text in byte order on both databases (COLLATE "C" on PostgreSQL): sorts and comparisons agree.
 const type = (dialect: Dialect, kind: ColumnKind) => sql.raw(dialect.columnType(kind));
 
+/** A kept Idempotency-Key answer's columns (rh_idempotency: migration 16, and 20, which adds its key's hash). */
+function keptAnswerColumns<T extends string, C extends string>(t: CreateTableBuilder<T, C>, dialect: Dialect): CreateTableBuilder<T, C | string> {
+  return t
+    .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
+    .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
+    .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
+    .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
+    .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
+    .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
+    .addColumn('contentType', type(dialect, 'text'))
+    .addColumn('body', type(dialect, 'text'))
+    .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
+    .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull());
+}
+
 /** id plus the audit columns every metadata item carries. */
 function withItemColumns<T extends string>(t: CreateTableBuilder<T>, dialect: Dialect): CreateTableBuilder<T, ItemColumn> {
   const ts = sql.raw(dialect.columnType('timestamp'));
@@ -340,20 +355,7 @@ const migrations: Migration[] = [
     name: 'idempotency keys',
     async up(db, dialect) {
       // CONTRACT §12: the answer to a request with an Idempotency-Key, kept with the writes it answers.
-      await db.schema
-        .createTable('rh_idempotency')
-        .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
-        .addColumn('contentType', type(dialect, 'text'))
-        .addColumn('body', type(dialect, 'text'))
-        .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
-        .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull())
-        .addPrimaryKeyConstraint('rh_idempotency_key', ['keyId', 'key'])
-        .execute();
+      await keptAnswerColumns(db.schema.createTable('rh_idempotency'), dialect).addPrimaryKeyConstraint('rh_idempotency_key', ['keyId', 'key']).execute();
       await db.schema.createIndex('rh_idempotency_expires').on('rh_idempotency').column('expiresAt').execute();
     },
   },
@@ -386,19 +388,7 @@ const migrations: Migration[] = [
       // own (docs/decisions.md "Kept answers found by a hash of their key"). Now a unique index on
       // an 8-byte hash of the two (idempotency-key-hash.ts); lookups compare keyId and key too. The
       // table is made again (SQLite cannot drop a primary key), its records copied with their hash.
-      const hashed = db.schema.createTable('rh_idempotency_hashed').addColumn('keyHash', type(dialect, 'integer'), (c) => c.notNull());
-      await hashed
-        .addColumn('keyId', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('key', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('method', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('path', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('bodyHash', type(dialect, 'text'), (c) => c.notNull())
-        .addColumn('status', type(dialect, 'integer'), (c) => c.notNull())
-        .addColumn('contentType', type(dialect, 'text'))
-        .addColumn('body', type(dialect, 'text'))
-        .addColumn('createdAt', type(dialect, 'timestamp'), (c) => c.notNull())
-        .addColumn('expiresAt', type(dialect, 'timestamp'), (c) => c.notNull())
-        .execute();
+      await keptAnswerColumns(db.schema.createTable('rh_idempotency_hashed').addColumn('keyHash', type(dialect, 'integer'), (c) => c.notNull()), dialect).execute();
       // In batches along the old primary key (a day of records may be many).
       for (let after: { keyId: string; key: string } | undefined; ; ) {
         const from = after;
