@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { dataChecksum } from '../support/data-checksum.ts';
-import { type RequestOptions, type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, allRows, eachDatabase, expectError, startApp, withKey } from '../support/harness.ts';
 import type { IdempotencyStore } from '../../src/store/idempotency-store.ts';
 import { EVERY_TYPE_FIELDS } from '../support/every-type.ts';
 
@@ -12,8 +12,6 @@ import { EVERY_TYPE_FIELDS } from '../support/every-type.ts';
  * has a record, the create is refused, or it is no plain create) the request runs again the general
  * way. The general rules stay those of test/access/idempotency.test.ts, which runs through this path too.
  */
-
-const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
 
 const VALUES = {
   title: 'All types ✓ "quoted" \\ back',

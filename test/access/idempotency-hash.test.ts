@@ -3,15 +3,13 @@ import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { keyHashOf } from '../../src/store/idempotency-key-hash.ts';
 import { migrate } from '../../src/store/migrations.ts';
-import { type RequestOptions, type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, startApp, withKey } from '../support/harness.ts';
 
 /**
  * Kept answers are found by an 8-byte hash of their API key's id and Idempotency-Key (migration 20,
  * store/idempotency-key-hash.ts). The migration copies the records a database kept before it, so a
  * retry sent across the upgrade is still answered by its first answer, never written again.
  */
-
-const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
 
 eachDatabase('Idempotency-Key: kept answers by the hash of their key', (kind) => {
   let t: TestApp;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, it } from 'node:test';
-import { TEST_KEY, type RequestOptions, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp, withKey } from '../support/harness.ts';
 import { heldScopesNow } from '../../src/store/transaction-hooks.ts';
 
 /**
@@ -10,8 +10,6 @@ import { heldScopesNow } from '../../src/store/transaction-hooks.ts';
  * enabled. It is held only while a request runs in a held transaction, and disabled once none does,
  * whatever way the request ended; a create keeping its answer in its own write never takes it.
  */
-
-const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
 
 eachDatabase('Idempotency-Key request scope', (kind) => {
   let t: TestApp;

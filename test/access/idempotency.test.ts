@@ -2,12 +2,10 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, it } from 'node:test';
 import { dataChecksum } from '../support/data-checksum.ts';
-import { type RequestOptions, TEST_KEY, type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { TEST_KEY, type TestApp, allRows, eachDatabase, expectError, startApp, withKey } from '../support/harness.ts';
 import { makeKey } from './keys.ts';
 
 /** Idempotency-Key (CONTRACT §12): replays, mismatches, keys in flight, kept 4xx answers, per-key separation, expiry. */
-
-const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
 
 eachDatabase('Idempotency-Key', (kind) => {
   let t: TestApp;

@@ -77,6 +77,9 @@ export interface RequestOptions {
   query?: Record<string, unknown>;
 }
 
+/** Request options with an Idempotency-Key header (CONTRACT §12) added to theirs. */
+export const withKey = (key: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, 'idempotency-key': key } });
+
 export interface TestApp {
   kind: DbKind;
   scratch: ScratchDatabase;
