@@ -69,22 +69,24 @@ export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect
 function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
   let texts = expandedRecords.get(expansion);
   if (texts === undefined) expandedRecords.set(expansion, (texts = new Map()));
-  const record = (id: string): string | undefined => {
-    let text = texts.get(id);
-    if (text === undefined) {
-      const row = expansion.rows.get(id);
-      if (row === undefined) return undefined;
-      text = typeof row === 'string' ? row : recordJson(expansion.table, row, dialect);
-      texts.set(id, text);
-    }
-    return text;
-  };
   const records: string[] = [];
   for (const id of linkIds(decodeLink(value, dialect))) {
-    const text = record(id);
+    const text = expandedRecord(expansion, texts, id, dialect);
     if (text !== undefined) records.push(text);
   }
   return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+}
+
+/** The record text of the expanded row `id` (undefined: not among the rows read), rendered once into `texts`. */
+function expandedRecord(expansion: Expansion, texts: Map<string, string>, id: string, dialect: Dialect): string | undefined {
+  let text = texts.get(id);
+  if (text === undefined) {
+    const row = expansion.rows.get(id);
+    if (row === undefined) return undefined;
+    text = typeof row === 'string' ? row : recordJson(expansion.table, row, dialect);
+    texts.set(id, text);
+  }
+  return text;
 }
 
 /** Records as a JSON array's text, written to `out`. */
@@ -96,20 +98,20 @@ export function writeRecords(out: Utf8Out, table: TableDef, rows: readonly RawRo
     out.text(JSON.stringify(rows.map((row) => rowRecord(table, row, dialect))));
     return;
   }
-  out.text('[');
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0) out.text(',');
-    out.text(recordJson(table, rows[i], dialect, links, expanded));
-  }
-  out.text(']');
+  writeArray(out, rows, (row) => recordJson(table, row, dialect, links, expanded));
 }
 
 /** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer, written to `out`. */
 export function writeWrittenRecords(out: Utf8Out, table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): void {
+  writeArray(out, rows, (row) => writtenRecordJson(table, row, dialect, links, expanded));
+}
+
+/** A JSON array of the rows' texts, written to `out` piece by piece. */
+function writeArray(out: Utf8Out, rows: readonly RawRow[], text: (row: RawRow) => string): void {
   out.text('[');
   for (let i = 0; i < rows.length; i++) {
     if (i > 0) out.text(',');
-    out.text(writtenRecordJson(table, rows[i], dialect, links, expanded));
+    out.text(text(rows[i]));
   }
   out.text(']');
 }
