@@ -9,7 +9,7 @@
 // latency counts a wait that CPU does not. The sorted filter's first page reads as many rows as
 // lie above its 51st paid row, which the draw decides (printed); the same filter from random
 // amounts reads as many rows at both sizes in the mean.
-//   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3)
+//   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3, BENCH_ONLY=name)
 // On SQLite, BENCH_KEEP=DIR keeps the database in DIR and reuses it when it is there already (the
 // tables loaded by an earlier run with the same BENCH_ROWS): loading 2,000,000 rows takes minutes.
 import fs from 'node:fs';
@@ -24,6 +24,8 @@ const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEEP = 150_000;
+/** BENCH_ONLY=text: only the workloads whose name holds it (a closer look at one). */
+const ONLY = process.env.BENCH_ONLY;
 
 const KEEP = process.env.BENCH_DATABASE === 'postgres' ? undefined : process.env.BENCH_KEEP;
 const fresh = KEEP ? null : await benchDatabase('growth');
@@ -116,6 +118,7 @@ async function measured(request: LoadRequest): Promise<Round> {
 
 const results: { name: string; small: Round[]; large: Round[]; ratio: number; ratios: number[]; cpuRatio: number }[] = [];
 for (const [name, make] of workloads) {
+  if (ONLY !== undefined && !name.includes(ONLY)) continue;
   const requests = { small: await make('small', SMALL), large: await make('large', LARGE) };
   await load(service.url, requests.small, 1);
   await load(service.url, requests.large, 1);
