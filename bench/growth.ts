@@ -7,9 +7,9 @@
 // the figure is the median of the rounds' ratios of mean latency (large / small). Beside it, per
 // request, the service's CPU and its waits for the disk (major faults, bytes read from the disk):
 // latency counts a wait that CPU does not; then each round's CPU per side, the minor faults and
-// the bytes read with read(2)/pread(2) from anywhere (pages past SQLite's 2 GiB map come by pread). The sorted filter's first page reads as many rows as
-// lie above its 51st paid row, which the draw decides (printed); the same filter from random
-// amounts reads as many rows at both sizes in the mean.
+// the bytes read with read(2)/pread(2) from anywhere (pages past SQLite's 2 GiB map come by pread).
+// The sorted filter's first page reads as many rows as lie above its 51st paid row, which the draw
+// decides (printed); the same filter from random amounts reads as many rows at both sizes in the mean.
 //   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3, BENCH_ONLY=name)
 // On SQLite, BENCH_KEEP=DIR keeps the database in DIR and reuses it when it is there already (the
 // tables loaded by an earlier run with the same BENCH_ROWS): loading 2,000,000 rows takes minutes.
