@@ -6,10 +6,11 @@
 // a user's would be; each workload then runs in paired rounds (small, large, large, small, …) and
 // the figure is the median of the rounds' ratios of mean latency (large / small). Beside it, per
 // request, the service's CPU and its waits for the disk (major faults, bytes read from the disk):
-// latency counts a wait that CPU does not. The sorted filter's first page reads as many rows as
-// lie above its 51st paid row, which the draw decides (printed); the same filter from random
-// amounts reads as many rows at both sizes in the mean.
-//   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3)
+// latency counts a wait that CPU does not; then each round's CPU per side, the minor faults and
+// the bytes read with read(2)/pread(2) from anywhere (pages past SQLite's 2 GiB map come by pread).
+// The sorted filter's first page reads as many rows as lie above its 51st paid row, which the draw
+// decides (printed); the same filter from random amounts reads as many rows at both sizes in the mean.
+//   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3, BENCH_ONLY=name)
 // On SQLite, BENCH_KEEP=DIR keeps the database in DIR and reuses it when it is there already (the
 // tables loaded by an earlier run with the same BENCH_ROWS): loading 2,000,000 rows takes minutes.
 import fs from 'node:fs';
@@ -24,6 +25,8 @@ const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEEP = 150_000;
+/** BENCH_ONLY=text: only the workloads whose name holds it (a closer look at one). */
+const ONLY = process.env.BENCH_ONLY;
 
 const KEEP = process.env.BENCH_DATABASE === 'postgres' ? undefined : process.env.BENCH_KEEP;
 const fresh = KEEP ? null : await benchDatabase('growth');
@@ -99,11 +102,18 @@ async function sortedPageReads(code: string): Promise<number> {
 }
 const reads = { small: await sortedPageReads('small'), large: await sortedPageReads('large') };
 
-/** A round's load, and what the service spent on it per request: CPU (µs, all its threads), major page faults, bytes read from the disk. */
+/**
+ * A round's load, and what the service spent on it per request: CPU (µs, all its threads), major
+ * page faults, bytes read from the disk; minor faults, and bytes read from anywhere (the database
+ * file's pages past the reader's map come by pread, from the OS's cache or the disk; the request
+ * itself counts too).
+ */
 interface Round extends Load {
   cpu: number;
   majorFaults: number;
   diskBytes: number;
+  minorFaults: number;
+  readBytes: number;
 }
 async function measured(request: LoadRequest): Promise<Round> {
   const pid = service.child.pid as number;
@@ -111,11 +121,13 @@ async function measured(request: LoadRequest): Promise<Round> {
   const run = await load(service.url, request, SECONDS);
   const [cpu1, disk1] = [cpuMs(pid).total, diskReads(pid)];
   const requests = run.rps * SECONDS;
-  return { ...run, cpu: ((cpu1 - cpu0) * 1000) / requests, majorFaults: (disk1.majorFaults - disk0.majorFaults) / requests, diskBytes: (disk1.diskBytes - disk0.diskBytes) / requests };
+  const per = (k: 'majorFaults' | 'diskBytes' | 'minorFaults' | 'readBytes') => (disk1[k] - disk0[k]) / requests;
+  return { ...run, cpu: ((cpu1 - cpu0) * 1000) / requests, majorFaults: per('majorFaults'), diskBytes: per('diskBytes'), minorFaults: per('minorFaults'), readBytes: per('readBytes') };
 }
 
 const results: { name: string; small: Round[]; large: Round[]; ratio: number; ratios: number[]; cpuRatio: number }[] = [];
 for (const [name, make] of workloads) {
+  if (ONLY !== undefined && !name.includes(ONLY)) continue;
   const requests = { small: await make('small', SMALL), large: await make('large', LARGE) };
   await load(service.url, requests.small, 1);
   await load(service.url, requests.large, 1);
@@ -132,7 +144,7 @@ if (KEEP === undefined) fs.rmSync(dir, { recursive: true, force: true });
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
 console.log(`\n${LARGE} rows against ${SMALL} on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds of ${SECONDS} s, 10 connections; latency in ms (mean, p99)\n`);
 console.log(`${'workload'.padEnd(36)} ${'small'.padStart(8)} ${'p99'.padStart(8)} ${'large'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
-const m = (xs: Round[], k: 'mean' | 'p99' | 'cpu' | 'majorFaults' | 'diskBytes') => median(xs.map((x) => x[k]));
+const m = (xs: Round[], k: 'mean' | 'p99' | 'cpu' | 'majorFaults' | 'diskBytes' | 'minorFaults' | 'readBytes') => median(xs.map((x) => x[k]));
 for (const { name, small, large, ratio, ratios } of results) {
   console.log(`${name.padEnd(36)} ${fmt(m(small, 'mean'), 2)} ${fmt(m(small, 'p99'), 1)} ${fmt(m(large, 'mean'), 2)} ${fmt(m(large, 'p99'), 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
 }
@@ -142,6 +154,13 @@ console.log(`${'workload'.padEnd(36)} ${'cpu'.padStart(8)} ${'majflt'.padStart(8
 for (const { name, small, large, cpuRatio } of results) {
   const side = (xs: Round[]) => `${fmt(m(xs, 'cpu'))} ${fmt(m(xs, 'majorFaults'), 3)} ${fmt(m(xs, 'diskBytes'))}`;
   console.log(`${name.padEnd(36)} ${side(small)} ${side(large)} ${fmt(cpuRatio, 2)}`);
+}
+// Each round's CPU per request, small : large, so a round where one side moved shows which; beside
+// them minor faults and bytes read (read(2), pread(2)) per request, small : large.
+console.log(`\nper round: CPU per request small : large (µs); medians of minor faults and of bytes read per request, small : large\n`);
+for (const { name, small, large } of results) {
+  const rounds = small.map((s, k) => `${s.cpu.toFixed(0)} : ${large[k].cpu.toFixed(0)}`).join(', ');
+  console.log(`${name.padEnd(36)} ${rounds}   minflt ${m(small, 'minorFaults').toFixed(2)} : ${m(large, 'minorFaults').toFixed(2)}   read B ${m(small, 'readBytes').toFixed(0)} : ${m(large, 'readBytes').toFixed(0)}`);
 }
 console.log(`\nrows read for the first page of 'paid, amount > 5000, amount desc': ${reads.small} at ${SMALL}, ${reads.large} at ${LARGE} (${(reads.large / reads.small).toFixed(2)}x the work)`);
 const budgets = results.map(({ name, ratio }) => [`${name}: at most 1.2x the latency at ${SMALL} rows`, ratio <= 1.2, ratio.toFixed(2)] as const);

@@ -149,13 +149,16 @@ export function cpuMs(pid: number): { user: number; system: number; total: numbe
 /**
  * What a process has waited for the disk for so far: its major page faults (a mapped page the OS
  * had to read from the disk) and the bytes its reads took from the disk rather than the OS's file
- * cache (/proc/PID/io read_bytes; a pread served from the cache counts only in rchar).
+ * cache (/proc/PID/io read_bytes; a pread served from the cache counts only in rchar). Beside them,
+ * the bytes it read with read(2) and pread(2) from anywhere (rchar: the OS's cache, the disk,
+ * sockets) and its minor faults (a page mapped in without the disk: a mapped file page the OS had,
+ * or new heap), which cost the kernel, and a virtual machine more, without a disk.
  */
-export function diskReads(pid: number): { majorFaults: number; diskBytes: number } {
+export function diskReads(pid: number): { majorFaults: number; diskBytes: number; readBytes: number; minorFaults: number } {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
   const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1]);
-  return { majorFaults: Number(fields[9]), diskBytes: field('read_bytes') };
+  return { majorFaults: Number(fields[9]), diskBytes: field('read_bytes'), readBytes: field('rchar'), minorFaults: Number(fields[7]) };
 }
 
 const postmasters = new WeakMap<pg.Client, number>();
