@@ -7,8 +7,10 @@ import { hash } from 'node:crypto';
  * a fifth the size (docs/decisions.md "Kept answers found by a hash of their key"). Lookups still
  * compare keyId and key: two keys of one hash (about one chance in 10^7 among a million live keys)
  * never answer for each other; the second is answered 409 until the first's record expires.
- * One-shot `hash` (the same digest as a Hash object's, without making one: a third of its cost).
+ * Made by the one-shot `hash` as hex, its first 16 digits read as a signed 64-bit number (what
+ * `createHash(…).digest().readBigInt64BE(0)` answers): a Hash object, or a Buffer answered, costs two
+ * to three times as much (docs/decisions.md, "the keyed create's own work").
  */
 export function keyHashOf(keyId: string, key: string): bigint {
-  return hash('sha256', `${keyId}\n${key}`, 'buffer').readBigInt64BE(0);
+  return BigInt.asIntN(64, BigInt(`0x${hash('sha256', `${keyId}\n${key}`, 'hex').slice(0, 16)}`));
 }
