@@ -38,7 +38,8 @@ type CreateAnswer = Omit<KeptAnswer, 'body'>;
 
 interface Idempotent {
   request: IdempotentRequest;
-  held: HeldTransaction<KeptAnswer>;
+  /** Its held transaction; made when first needed for a create keeping its answer (most never need one). */
+  held: HeldTransaction<KeptAnswer> | undefined;
   /** While its answer is to be kept by its create's own write (and what that answer is); undefined once it runs in `held`. */
   byCreate: { scope: AnswerKeptByWrite; answer: CreateAnswer } | undefined;
   /** The in-process slot it holds (API key and key). */
@@ -162,7 +163,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     if (answerOfCreate && options.keptByCreates && !streamed && noQuery(request)) {
       const scope = new AnswerKeptByWrite(store.keptWithWrite(described, answerOfCreate));
       running.add(slot);
-      request.idempotency = { request: described, held: heldFor(described), byCreate: { scope, answer: answerOfCreate }, slot, keep: true, ended: false, eager: false };
+      request.idempotency = { request: described, held: undefined, byCreate: { scope, answer: answerOfCreate }, slot, keep: true, ended: false, eager: false };
       return undefined;
     }
     running.add(slot);
@@ -228,18 +229,25 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
    * refused, or it asked for another write): the request then runs again as any other, its key
    * looked up (a replay, a 422) and its writes in a held transaction (a 4xx is kept there).
    */
-  async function runByCreate(self: FastifyInstance, handler: RouteHandlerMethod, request: FastifyRequest, reply: FastifyReply, state: Idempotent, scope: AnswerKeptByWrite) {
-    try {
-      // Its answer goes to the create in the request's WriteContext (keptAnswerOf).
-      return await handler.call(self, request, reply);
-    } catch (err) {
+  function runByCreate(self: FastifyInstance, handler: RouteHandlerMethod, request: FastifyRequest, reply: FastifyReply, state: Idempotent, scope: AnswerKeptByWrite) {
+    const again = async (err: unknown) => {
       if (scope.kept !== undefined || reply.sent) throw err;
       await admit(request, reply, state.request, state.slot);
-      const again = request.idempotency;
-      if (!again) return reply;
-      return again.held.scope(() => handler.call(self, request, reply));
+      const general = request.idempotency;
+      if (!general) return reply;
+      return heldOf(general).scope(() => handler.call(self, request, reply));
+    };
+    // Its answer goes to the create in the request's WriteContext (keptAnswerOf). (No async
+    // function of its own: a promise less for each create that keeps its answer.)
+    try {
+      return Promise.resolve(handler.call(self, request, reply)).catch(again);
+    } catch (err) {
+      return again(err);
     }
   }
+
+  /** The request's held transaction, made now if it has none yet. */
+  const heldOf = (state: Idempotent): HeldTransaction<KeptAnswer> => (state.held ??= heldFor(state.request));
 
   /** Ends the request's held transaction: commits with `answer` (null: rolls back). */
   const end = async (request: FastifyRequest, answer: KeptAnswer | null): Promise<void> => {
@@ -249,7 +257,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     try {
       // Kept already, with its create.
       if (state.byCreate?.scope.kept !== undefined) return;
-      await state.held.end(answer);
+      await heldOf(state).end(answer);
     } finally {
       running.delete(state.slot);
       if (state.eager) opened--;
@@ -266,7 +274,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       const state = request.idempotency;
       if (!state) return handler.call(this, request, reply);
       if (state.byCreate) return runByCreate(this, handler, request, reply, state, state.byCreate.scope);
-      return state.held.scope(() => handler.call(this, request, reply));
+      return heldOf(state).scope(() => handler.call(this, request, reply));
     };
     // A callback hook: a write without the header (most), or a create keeping its answer, costs no promise. A replay has answered: the chain stops.
     const stageHook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
@@ -327,7 +335,7 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
       () => done(null, payload),
       (err: unknown) => {
         // Nothing written: the answer goes out unkept (another instance holds or has answered the key; a retry sees it).
-        if (!state.held.holdsWrites) {
+        if (!state.held?.holdsWrites) {
           request.log.info({ err }, 'the answer to a request with an Idempotency-Key was not kept');
           return done(null, payload);
         }

@@ -171,9 +171,11 @@ export class IdempotencyStore {
    * its body. A plain insert: a record of the key, even an expired one, fails it and the create.
    */
   keptWithWrite(request: IdempotentRequest, answer: Omit<KeptAnswer, 'body'>): Omit<AnswerWithWrite, 'written'> {
-    const record = this.record(request, { ...answer, body: null });
-    const keyHash = keyHashOf(request.keyId, request.key);
-    return { sql: keptInsert, parameters: [...KEPT_WITH_WRITE.map((column) => record[column]), keyHash], forget: keptDelete, forgetParameters: [keyHash, request.keyId, request.key] };
+    const { keyId, key, method, path, bodyHash } = request;
+    const { createdAt, expiresAt } = this.times();
+    const keyHash = keyHashOf(keyId, key);
+    // In KEPT_WITH_WRITE's order, then the hash (keptInsert).
+    return { sql: keptInsert, parameters: [keyId, key, method, path, bodyHash, answer.status, answer.contentType, createdAt, expiresAt, keyHash], forget: keptDelete, forgetParameters: [keyHash, keyId, key] };
   }
 
   /** The record of a request's answer, kept now until the time to live has passed. */
