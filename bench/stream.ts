@@ -64,6 +64,7 @@ import os from 'node:os';
 import { BUCKETS, BUCKET_MS, type ClientReport, type ClientSetup } from './stream-clients.ts';
 import { createBenchTable, dataset } from './support/dataset.ts';
 import { BENCH_KEY, ROOT, benchDatabase, cpuMs, memory, startService } from './support/processes.ts';
+import { type Waits, printWaits, waits } from './support/stream-waits.ts';
 
 const now = () => performance.timeOrigin + performance.now();
 const P99_GOAL_MS = 100;
@@ -75,6 +76,12 @@ const SAMPLE = Number(process.env.BENCH_STREAM_SAMPLE ?? 20);
  * the writes' own cost, which on a busy machine isolates what the fan-out costs the service.
  */
 const BULK = Number(process.env.BENCH_STREAM_BULK ?? 1);
+/**
+ * BENCH_STREAM_TRACE=1: where each change's time goes between its commit and the parse, at the
+ * parsed streams (bench/support/stream-waits.ts): the service's rounds are traced
+ * (bench/support/stream-trace.mjs, loaded into it; a build without the trace points traces none).
+ */
+const TRACE = process.env.BENCH_STREAM_TRACE === '1';
 
 /** The builds measured: this checkout's, and another's beside it (BENCH_STREAM_BEFORE), BENCH_ROUNDS rounds of each. */
 const BEFORE = process.env.BENCH_STREAM_BEFORE;
@@ -112,6 +119,7 @@ interface Outcome {
   anonFirst: number;
   anonMiddle: number;
   anonLast: number;
+  waits?: Waits;
   ok: boolean;
 }
 
@@ -141,6 +149,17 @@ if (outcomes.length > 1) {
     );
   }
 }
+const traced = outcomes.filter((o) => o.waits);
+if (traced.length > 1) {
+  console.log('\nwhere a change waits (BENCH_STREAM_TRACE), ms, p50 / p99: commit to parse, and its parts (bench/support/stream-waits.ts)');
+  const parts = ['delivery', 'round', 'pass', 'arrival', 'service', 'write'] as const;
+  console.log(`${BUILDS.length > 1 ? 'build   ' : ''}streams  asked/s  ${parts.map((p) => p.padStart(13)).join(' ')}  round ms  pass ms`);
+  for (const o of traced) {
+    const w = o.waits as Waits;
+    const cell = (p: (typeof parts)[number]) => `${w.parts[p].p50.toFixed(1)}/${w.parts[p].p99.toFixed(1)}`.padStart(13);
+    console.log([...(BUILDS.length > 1 ? [o.build.padEnd(7)] : []), String(o.streams).padStart(7), String(o.rate).padStart(8), ...parts.map(cell), w.interval.p50.toFixed(1).padStart(9), w.passMs.p50.toFixed(1).padStart(8)].join(' '));
+  }
+}
 process.exitCode = outcomes.every((o) => o.ok) ? 0 : 1;
 
 /** Forks one process of clients and asks it for what it answers. */
@@ -167,7 +186,9 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
   const { dir, postgres, env } = await benchDatabase('stream');
   const ds = await dataset();
   const values = [...ds.rows(10_000, 7)].map((r) => r.values);
-  const service = await startService(env, build.root);
+  const traceFile = `${dir}/stream-trace.json`;
+  const traceArgs = TRACE ? ['--import', new URL('./support/stream-trace.mjs', import.meta.url).href] : [];
+  const service = await startService(TRACE ? { ...env, BENCH_STREAM_TRACE_FILE: traceFile } : env, build.root, traceArgs);
   const pid = service.child.pid as number;
   const children: ChildProcess[] = [];
   try {
@@ -177,7 +198,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
 
     // The streams: the sampled ones opened one at a time between slices of the counted ones.
     const sample = Math.min(SAMPLE, STREAMS);
-    const setup = { base: service.url, key: BENCH_KEY, table: 'bench', t0, thirdMs, writes: RATE * SECONDS };
+    const setup = { base: service.url, key: BENCH_KEY, table: 'bench', t0, thirdMs, writes: RATE * SECONDS, trace: TRACE };
     const roles = STREAMS === 0 ? [] : [clients({ ...setup, role: 'sampled', streams: sample }), clients({ ...setup, role: 'counted', streams: STREAMS - sample })];
     children.push(...roles.map((r) => r.child));
     const [sampled, counted] = roles;
@@ -320,6 +341,14 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
     console.log(`CPU over the writes, % of one core: service ${serviceCpu.toFixed(0)}${perEvent}; writer ${writerCpu.toFixed(0)}; ${roles.map((r, k) => `${r.child === sampled?.child ? 'parsing' : 'counting'} clients ${clientsCpu[k].toFixed(0)}`).join('; ')}`);
     console.log(`service memory (MiB, mean of the samples): RssAnon by third ${anonFirst.toFixed(0)}, ${anonMiddle.toFixed(0)}, ${anonLast.toFixed(0)}; peak RSS ${Math.max(...samples.map((s) => s.rss)).toFixed(0)}`);
     console.log(`  RssAnon every 5 s (then after the writes): ${samples.filter((_, i) => i % 10 === 0).map((s) => s.anon.toFixed(0)).join(' ')}`);
+    // The service writes its trace as it exits.
+    let traced: Waits | undefined;
+    if (TRACE && samplerReport) {
+      await service.stop();
+      traced = waits(traceFile, samplerReport.trace);
+      if (traced) printWaits(traced);
+      else console.log('where a change waits: the service traced no round (a build without the trace points?)');
+    }
 
     const budgets: [string, boolean][] = [
       [`every stream got every write once, in order (short ${short}, over ${extra}, out of order ${disordered}, ended by the server ${ended}, unstamped events ${unstamped})`, short + extra + disordered + ended + unstamped === 0],
@@ -348,6 +377,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
       anonFirst,
       anonMiddle,
       anonLast,
+      waits: traced,
       ok: budgets.every(([, ok]) => ok),
     };
   } finally {

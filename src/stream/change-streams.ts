@@ -7,6 +7,7 @@ import { rowEntriesBefore } from '../store/change-history.ts';
 import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
 import type { Meta } from '../store/meta-schema.ts';
+import { type RoundTrace, roundTrace, traceNow } from './round-trace.ts';
 
 /**
  * The change streams of one instance (issue 31, CONTRACT §14): each open stream sends its table's
@@ -144,6 +145,8 @@ export interface StreamOutput {
   buffered(): number;
   /** Cuts the connection (a client that takes nothing). */
   abort(): void;
+  /** The client's port, for traces (round-trace.ts). */
+  readonly port?: number;
 }
 
 class Stream {
@@ -196,6 +199,9 @@ class TableStreams {
   /** Reads streams catching up made: of the log, and of the reader's recent reads (stats). */
   logReads = 0;
   recentReads = 0;
+  /** While a trace is listened to: when this instance's commits woke the reader since its last read, and what the round in hand has met. */
+  commits: number[] = [];
+  trace: RoundTrace | undefined;
 
   constructor(
     readonly id: string,
@@ -221,6 +227,7 @@ export class ChangeStreams {
   private closing = false;
   private readonly stopHearing: () => void;
   private readonly onCommit = (tableId: string) => {
+    if (roundTrace.hasSubscribers) this.tables.get(tableId)?.commits.push(traceNow());
     this.wake(tableId);
     this.database.changeSignals.announce(tableId);
   };
@@ -342,7 +349,9 @@ export class ChangeStreams {
         table.lastRead = performance.now();
         table.dirty = false;
         const gone = table.gone;
+        const trace = roundTrace.hasSubscribers ? startTrace(table) : undefined;
         const read = await this.readLog(table.id, table.tail, Number.MAX_SAFE_INTEGER);
+        if (trace) trace.readEnd = traceNow();
         const { entries } = read;
         if (entries.length > 0) {
           const after = table.tail;
@@ -355,7 +364,13 @@ export class ChangeStreams {
             table.recentBytes = 0;
           } else keep(table, read);
           table.tail = entries[entries.length - 1].sequence;
+          table.trace = trace;
           await this.deliver(table, read);
+          if (trace) {
+            table.trace = undefined;
+            trace.last = table.tail;
+            roundTrace.publish(trace);
+          }
         } else if (gone) {
           table.finished = true;
           for (const s of [...table.live]) this.end(s);
@@ -377,10 +392,17 @@ export class ChangeStreams {
   private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
     const started = performance.now();
+    const trace = table.trace;
+    if (trace) {
+      plainText(read);
+      trace.textEnd = traceNow();
+    }
     for (const s of [...table.live]) {
       // The unfiltered streams are sent theirs at once.
-      if (s.filterKey === '') this.sendLive(table, s, plainText(read));
-      else {
+      if (s.filterKey === '') {
+        this.sendLive(table, s, plainText(read));
+        if (trace) traceWrite(trace, s);
+      } else {
         filtered.push(
           this.textFor(read, s).then((text) => {
             if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
@@ -686,6 +708,22 @@ function recentAfter(table: TableStreams, position: number): Read | undefined {
   const { recent } = table;
   if (recent.length === 0 || position < recent[0].after) return undefined;
   return recent.find((r) => r.entries[r.entries.length - 1].sequence > position);
+}
+
+/** A round's trace begins: the commits since the last read are its. */
+function startTrace(table: TableStreams): RoundTrace {
+  const commits = table.commits;
+  table.commits = [];
+  const at = traceNow();
+  return { table: table.id, after: table.tail, last: table.tail, commits, readStart: at, readEnd: at, textEnd: NaN, ports: [], writes: [], passEnd: at };
+}
+
+/** A live stream's write in a traced round. */
+function traceWrite(trace: RoundTrace, s: Stream): void {
+  const at = traceNow();
+  trace.ports.push(s.out.port ?? 0);
+  trace.writes.push(at);
+  trace.passEnd = at;
 }
 
 /** A read's text for the streams without a filter (made once). */
