@@ -55,13 +55,13 @@ const BATCH = 100;
  * once per read, not once per commit. A wake after a quiet spell reads at once.
  *
  * With many live streams the time grows, so that writing to them takes at most about a
- * 1/ROUND_SHARE of the time: the time between reads is at least ROUND_SHARE times the CPU handing the
- * last reads to the live streams took (a moving average), up to ROUND_MAX_MS. CPU, not the time
- * the pass took: on a busy machine the process is off its core for part of a pass, and timed by the
- * clock every round stretched to its cap whatever the streams (1 stream: 77 ms between reads). Each write to a
+ * 1/ROUND_SHARE of the time: the time between reads is at least ROUND_SHARE times the CPU handing
+ * the last reads to the live streams took (a moving average), up to ROUND_MAX_MS. Each write to a
  * stream costs the same however many changes it holds; so a thousand streams of a table written
  * a thousand times a second are written, say, 40 times a second each rather than 100, and each
- * change waits up to 25 ms for its read rather than 10.
+ * change waits up to 25 ms for its read rather than 10. CPU, not the clock: on a busy machine the
+ * process is off its core for part of a pass, and timed by the clock every round stretched to its
+ * cap whatever the streams (one stream: 77 ms between reads where 10 were meant).
  */
 const ROUND_MS = 10;
 const ROUND_SHARE = 5;
