@@ -170,11 +170,11 @@ const traced = outcomes.filter((o) => o.waits);
 if (traced.length > 1) {
   console.log('\nwhere a change waits (BENCH_STREAM_TRACE), ms, p50 / p99: commit to parse, and its parts (bench/support/stream-waits.ts)');
   const parts = ['delivery', 'round', 'pass', 'arrival', 'service', 'write'] as const;
-  console.log(`${BUILDS.length > 1 ? 'build   ' : ''}streams  asked/s  ${parts.map((p) => p.padStart(13)).join(' ')}  round ms  pass ms`);
+  console.log(`${BUILDS.length > 1 ? 'build   ' : ''}streams  asked/s  ${parts.map((p) => p.padStart(13)).join(' ')}  round ms  pass ms  pass CPU ms`);
   for (const o of traced) {
     const w = o.waits as Waits;
     const cell = (p: (typeof parts)[number]) => `${w.parts[p].p50.toFixed(1)}/${w.parts[p].p99.toFixed(1)}`.padStart(13);
-    console.log([...(BUILDS.length > 1 ? [o.build.padEnd(7)] : []), String(o.streams).padStart(7), String(o.rate).padStart(8), ...parts.map(cell), w.interval.p50.toFixed(1).padStart(9), w.passMs.p50.toFixed(1).padStart(8)].join(' '));
+    console.log([...(BUILDS.length > 1 ? [o.build.padEnd(7)] : []), String(o.streams).padStart(7), String(o.rate).padStart(8), ...parts.map(cell), w.interval.p50.toFixed(1).padStart(9), w.passMs.p50.toFixed(1).padStart(8), w.passCpuMs.p50.toFixed(1).padStart(12)].join(' '));
   }
 }
 process.exitCode = outcomes.every((o) => o.ok) ? 0 : 1;

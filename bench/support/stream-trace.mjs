@@ -11,7 +11,7 @@ const rounds = [];
 /** By client port: [last sequence, write time] pairs, flat. */
 const writes = new Map();
 diagnostics_channel.subscribe('rowhouse:change-streams:round', (trace) => {
-  rounds.push({ after: trace.after, last: trace.last, commits: trace.commits, readStart: trace.readStart, readEnd: trace.readEnd, textEnd: trace.textEnd, passEnd: trace.passEnd, written: trace.ports.length });
+  rounds.push({ after: trace.after, last: trace.last, commits: trace.commits, readStart: trace.readStart, readEnd: trace.readEnd, textEnd: trace.textEnd, passEnd: trace.passEnd, passCpuMs: trace.passCpuMs, written: trace.ports.length });
   for (let k = 0; k < trace.ports.length; k++) {
     let w = writes.get(trace.ports[k]);
     if (!w) writes.set(trace.ports[k], (w = []));

@@ -13,6 +13,7 @@ interface Round {
   readEnd: number;
   textEnd: number;
   passEnd: number;
+  passCpuMs: number;
   written: number;
 }
 
@@ -39,6 +40,8 @@ export interface Waits {
   /** Between two reads, and a round's writes from first to last, ms: p50 and p99. */
   interval: { p50: number; p99: number };
   passMs: { p50: number; p99: number };
+  /** The CPU of a round's writes (the service's reckoning of its rounds), ms: p50 and p99. */
+  passCpuMs: { p50: number; p99: number };
   /** Streams written a round (the most). */
   written: number;
 }
@@ -80,7 +83,8 @@ export function waits(traceFile: string, events: Float64Array): Waits | undefine
   const busy = rounds.filter((r) => r.written > 0);
   const interval = stats(busy.slice(1).map((r, k) => r.readStart - busy[k].readStart));
   const passMs = stats(busy.map((r) => r.passEnd - r.textEnd));
-  return { parts, joined, traced: events.length / 4, interval: { p50: interval.p50, p99: interval.p99 }, passMs: { p50: passMs.p50, p99: passMs.p99 }, written: Math.max(...rounds.map((r) => r.written)) };
+  const passCpuMs = stats(busy.map((r) => r.passCpuMs));
+  return { parts, joined, traced: events.length / 4, interval: { p50: interval.p50, p99: interval.p99 }, passMs: { p50: passMs.p50, p99: passMs.p99 }, passCpuMs: { p50: passCpuMs.p50, p99: passCpuMs.p99 }, written: Math.max(...rounds.map((r) => r.written)) };
 }
 
 /** The round whose read held the sequence (rounds in order of their reads). */
@@ -103,5 +107,5 @@ export function printWaits(w: Waits): void {
     const s = w.parts[p];
     console.log(`  ${p.padEnd(8)} p50 ${s.p50.toFixed(1).padStart(6)}  mean ${s.mean.toFixed(1).padStart(6)}  p99 ${s.p99.toFixed(1).padStart(6)}   ${what}`);
   }
-  console.log(`  rounds: ${w.interval.p50.toFixed(1)} ms between reads (p99 ${w.interval.p99.toFixed(1)}); the writes of a round, first to last, ${w.passMs.p50.toFixed(1)} ms (p99 ${w.passMs.p99.toFixed(1)}), to ${w.written} streams at most`);
+  console.log(`  rounds: ${w.interval.p50.toFixed(1)} ms between reads (p99 ${w.interval.p99.toFixed(1)}); the writes of a round, first to last, ${w.passMs.p50.toFixed(1)} ms (p99 ${w.passMs.p99.toFixed(1)}), ${w.passCpuMs.p50.toFixed(1)} ms of CPU (p99 ${w.passCpuMs.p99.toFixed(1)}), to ${w.written} streams at most`);
 }

@@ -418,6 +418,7 @@ export class ChangeStreams {
     const used = process.cpuUsage(cpu);
     const took = Math.min(performance.now() - started, (used.user + used.system) / 1000);
     table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * took;
+    if (trace) trace.passCpuMs = took;
     await Promise.all(filtered);
     // What the filtered live streams were sent is not kept with the recent reads (textFor).
     read.filtered.clear();
@@ -722,7 +723,7 @@ function startTrace(table: TableStreams): RoundTrace {
   const commits = table.commits;
   table.commits = [];
   const at = traceNow();
-  return { table: table.id, after: table.tail, last: table.tail, commits, readStart: at, readEnd: at, textEnd: NaN, ports: [], writes: [], passEnd: at };
+  return { table: table.id, after: table.tail, last: table.tail, commits, readStart: at, readEnd: at, textEnd: NaN, ports: [], writes: [], passEnd: at, passCpuMs: 0 };
 }
 
 /** A live stream's write in a traced round. */

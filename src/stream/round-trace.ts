@@ -24,6 +24,8 @@ export interface RoundTrace {
   writes: number[];
   /** The last write returned. */
   passEnd: number;
+  /** The CPU the writes took, ms (what the round's length is reckoned from). */
+  passCpuMs: number;
 }
 
 export const roundTrace = diagnostics_channel.channel('rowhouse:change-streams:round');

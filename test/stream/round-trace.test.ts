@@ -51,6 +51,7 @@ eachDatabase('the change streams\' round trace', (kind) => {
       assert.ok(r.commits.length >= 1, 'a commit woke the reader');
       for (const at of r.commits) assert.ok(at >= before - 1000 && at <= r.readStart, 'the commits came before the read');
       assert.ok(r.readStart <= r.readEnd && r.readEnd <= r.textEnd && r.textEnd <= r.writes[0] && r.writes[0] <= r.passEnd, 'read, text, write in order');
+      assert.ok(r.passCpuMs >= 0 && r.passCpuMs <= r.passEnd - r.readStart + 1, "the writes' CPU, at most their time");
     }
   });
 });
