@@ -37,6 +37,8 @@ export interface ClientSetup {
   thirdMs: number;
   /** How many writes at most (the rows' ids count from 0). */
   writes: number;
+  /** Sampled only: note each event's port, sequence, arrival and occurredAt (ClientReport.trace). */
+  trace?: boolean;
 }
 
 export interface ClientReport {
@@ -56,6 +58,8 @@ export interface ClientReport {
   ended: number;
   /** Events without a sentAt (not the bench's); sampled only. */
   unstamped: number;
+  /** Sampled, with `trace`: per event, the stream's local port, its sequence, when it arrived and its occurredAt (ms since the epoch). */
+  trace: Float64Array;
 }
 
 type Message = { type: 'setup'; setup: ClientSetup } | { type: 'open'; n: number } | { type: 'shift'; shift: number } | { type: 'expect'; rows: number; waitMs: number; answeredAt: Float64Array };
@@ -143,7 +147,8 @@ async function run(setup: ClientSetup): Promise<void> {
   const fromCommit = [0, 1, 2].map(() => new Uint32Array(sampled ? BUCKETS : 1));
   const fromAnswer = new Uint32Array(sampled ? BUCKETS : 1);
   const counts = new Array<number>(setup.streams).fill(0);
-  const report: ClientReport = { role: setup.role, fromSend, fromCommit, fromAnswer, events: 0, bytes: 0, counts, disordered: 0, ended: 0, unstamped: 0 };
+  const report: ClientReport = { role: setup.role, fromSend, fromCommit, fromAnswer, events: 0, bytes: 0, counts, disordered: 0, ended: 0, unstamped: 0, trace: new Float64Array(0) };
+  const traced: number[] = [];
   const lastIds = new Array<number>(setup.streams).fill(0);
   const disordered = new Set<number>();
   /** When each change arrived at the first stream, by the row's number (its id's last 12 hex digits, less one). */
@@ -169,6 +174,7 @@ async function run(setup: ClientSetup): Promise<void> {
           return;
         }
         res.setEncoding('utf8');
+        const port = res.socket.localPort ?? 0;
         let rest = '';
         let opened = false;
         res.on('data', (chunk: string) => {
@@ -191,7 +197,9 @@ async function run(setup: ClientSetup): Promise<void> {
                 const third = Math.min(2, Math.max(0, Math.floor((sent - shift) / setup.thirdMs)));
                 fromSend[third][bucket(at - sent)]++;
                 const o = text.indexOf('"occurredAt":"', s);
-                fromCommit[third][bucket(at + setup.t0 - Date.parse(text.slice(o + 14, o + 38)))]++;
+                const occurredAt = Date.parse(text.slice(o + 14, o + 38));
+                fromCommit[third][bucket(at + setup.t0 - occurredAt)]++;
+                if (setup.trace) traced.push(port, id, at + setup.t0, occurredAt);
                 if (i === 0) {
                   const r = text.indexOf('"rowId":"', pos);
                   const row = parseInt(text.slice(r + 9 + 24, r + 9 + 36), 16) - 1;
@@ -308,6 +316,7 @@ async function run(setup: ClientSetup): Promise<void> {
     void finished.then(() => {
       clearTimeout(timer);
       report.disordered = disordered.size;
+      report.trace = Float64Array.from(traced);
       for (let row = 0; row < firstArrivals.length; row++) {
         if (!Number.isNaN(firstArrivals[row]) && !Number.isNaN(m.answeredAt[row])) fromAnswer[bucket(firstArrivals[row] - m.answeredAt[row])]++;
       }

@@ -99,12 +99,12 @@ export function launcherNodeOptions(root = ROOT): string[] {
  * The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own, at
  * its default log level (info: an access-log line per request, read from its stdout here as a log
  * collector would) unless `env` sets ROWHOUSE_LOG_LEVEL. `root`: the checkout whose build it runs
- * (another's, to compare two builds side by side).
+ * (another's, to compare two builds side by side); `nodeArgs`: node's own, before the script.
  */
-export async function startService(env: Record<string, string>, root = ROOT): Promise<Proc> {
+export async function startService(env: Record<string, string>, root = ROOT, nodeArgs: string[] = []): Promise<Proc> {
   requireBuild(root);
   const port = await freePort();
-  return startProcess([...launcherNodeOptions(root), ...profiled(), 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz', root);
+  return startProcess([...launcherNodeOptions(root), ...profiled(), ...nodeArgs, 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz', root);
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */

@@ -79,7 +79,7 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   };
   // A write racing the client's going fails on the socket (the server's own handler has it); the stream ends on 'close'.
   raw.on('error', () => {});
-  deps.streams.open(plan, { body, buffered: () => socket.writableLength, abort: () => raw.destroy() }, start);
+  deps.streams.open(plan, { body, buffered: () => socket.writableLength, abort: () => raw.destroy(), port: socket.remotePort }, start);
   return reply;
 }
 

@@ -7,6 +7,7 @@ import { rowEntriesBefore } from '../store/change-history.ts';
 import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
 import type { Meta } from '../store/meta-schema.ts';
+import { type RoundTrace, roundTrace, traceNow } from './round-trace.ts';
 
 /**
  * The change streams of one instance (issue 31, CONTRACT §14): each open stream sends its table's
@@ -54,11 +55,13 @@ const BATCH = 100;
  * once per read, not once per commit. A wake after a quiet spell reads at once.
  *
  * With many live streams the time grows, so that writing to them takes at most about a
- * 1/ROUND_SHARE of the time: the time between reads is at least ROUND_SHARE times what handing the
- * last reads to the live streams took (a moving average), up to ROUND_MAX_MS. Each write to a
+ * 1/ROUND_SHARE of the time: the time between reads is at least ROUND_SHARE times the CPU handing
+ * the last reads to the live streams took (a moving average), up to ROUND_MAX_MS. Each write to a
  * stream costs the same however many changes it holds; so a thousand streams of a table written
  * a thousand times a second are written, say, 40 times a second each rather than 100, and each
- * change waits up to 25 ms for its read rather than 10.
+ * change waits up to 25 ms for its read rather than 10. CPU, not the clock: on a busy machine the
+ * process is off its core for part of a pass, and timed by the clock every round stretched to its
+ * cap whatever the streams (one stream: 77 ms between reads where 10 were meant).
  */
 const ROUND_MS = 10;
 const ROUND_SHARE = 5;
@@ -144,6 +147,8 @@ export interface StreamOutput {
   buffered(): number;
   /** Cuts the connection (a client that takes nothing). */
   abort(): void;
+  /** The client's port, for traces (round-trace.ts). */
+  readonly port?: number;
 }
 
 class Stream {
@@ -179,7 +184,7 @@ class TableStreams {
   dirty = false;
   /** When the reader last read (performance.now()). */
   lastRead = 0;
-  /** How long handing a read to the unfiltered live streams took, in ms (a moving average). */
+  /** The CPU handing a read to the unfiltered live streams took, in ms (a moving average). */
   deliveryMs = 0;
   /** The table was found deleted: its streams end once they have sent what the log holds. */
   gone = false;
@@ -196,6 +201,9 @@ class TableStreams {
   /** Reads streams catching up made: of the log, and of the reader's recent reads (stats). */
   logReads = 0;
   recentReads = 0;
+  /** While a trace is listened to: when this instance's commits woke the reader since its last read, and what the round in hand has met. */
+  commits: number[] = [];
+  trace: RoundTrace | undefined;
 
   constructor(
     readonly id: string,
@@ -221,6 +229,7 @@ export class ChangeStreams {
   private closing = false;
   private readonly stopHearing: () => void;
   private readonly onCommit = (tableId: string) => {
+    if (roundTrace.hasSubscribers) this.tables.get(tableId)?.commits.push(traceNow());
     this.wake(tableId);
     this.database.changeSignals.announce(tableId);
   };
@@ -342,7 +351,9 @@ export class ChangeStreams {
         table.lastRead = performance.now();
         table.dirty = false;
         const gone = table.gone;
+        const trace = roundTrace.hasSubscribers ? startTrace(table) : undefined;
         const read = await this.readLog(table.id, table.tail, Number.MAX_SAFE_INTEGER);
+        if (trace) trace.readEnd = traceNow();
         const { entries } = read;
         if (entries.length > 0) {
           const after = table.tail;
@@ -355,7 +366,13 @@ export class ChangeStreams {
             table.recentBytes = 0;
           } else keep(table, read);
           table.tail = entries[entries.length - 1].sequence;
+          table.trace = trace;
           await this.deliver(table, read);
+          if (trace) {
+            table.trace = undefined;
+            trace.last = table.tail;
+            roundTrace.publish(trace);
+          }
         } else if (gone) {
           table.finished = true;
           for (const s of [...table.live]) this.end(s);
@@ -377,10 +394,18 @@ export class ChangeStreams {
   private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
     const started = performance.now();
+    const cpu = process.cpuUsage();
+    const trace = table.trace;
+    if (trace) {
+      plainText(read);
+      trace.textEnd = traceNow();
+    }
     for (const s of [...table.live]) {
       // The unfiltered streams are sent theirs at once.
-      if (s.filterKey === '') this.sendLive(table, s, plainText(read));
-      else {
+      if (s.filterKey === '') {
+        this.sendLive(table, s, plainText(read));
+        if (trace) traceWrite(trace, s);
+      } else {
         filtered.push(
           this.textFor(read, s).then((text) => {
             if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
@@ -388,7 +413,12 @@ export class ChangeStreams {
         );
       }
     }
-    table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * (performance.now() - started);
+    // The CPU it took, not the time: on a busy machine the process is not on a core for all of the
+    // pass, and that time would stretch every round to its cap (of all threads: the least of the two).
+    const used = process.cpuUsage(cpu);
+    const took = Math.min(performance.now() - started, (used.user + used.system) / 1000);
+    table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * took;
+    if (trace) trace.passCpuMs = took;
     await Promise.all(filtered);
     // What the filtered live streams were sent is not kept with the recent reads (textFor).
     read.filtered.clear();
@@ -686,6 +716,22 @@ function recentAfter(table: TableStreams, position: number): Read | undefined {
   const { recent } = table;
   if (recent.length === 0 || position < recent[0].after) return undefined;
   return recent.find((r) => r.entries[r.entries.length - 1].sequence > position);
+}
+
+/** A round's trace begins: the commits since the last read are its. */
+function startTrace(table: TableStreams): RoundTrace {
+  const commits = table.commits;
+  table.commits = [];
+  const at = traceNow();
+  return { table: table.id, after: table.tail, last: table.tail, commits, readStart: at, readEnd: at, textEnd: NaN, ports: [], writes: [], passEnd: at, passCpuMs: 0 };
+}
+
+/** A live stream's write in a traced round. */
+function traceWrite(trace: RoundTrace, s: Stream): void {
+  const at = traceNow();
+  trace.ports.push(s.out.port ?? 0);
+  trace.writes.push(at);
+  trace.passEnd = at;
 }
 
 /** A read's text for the streams without a filter (made once). */
