@@ -72,8 +72,16 @@ export class LinkWrites {
    * the pool, which writers holding theirs could exhaust).
    */
   private async tableOf(tx: Db, id: string): Promise<TableDef> {
-    const table = this.catalog.peek(this.database.db, id) ?? (await this.catalog.find(tx, id));
+    const memo = this.catalog.peek(this.database.db, id);
+    if (memo) return memo;
+    const table = await this.catalog.find(tx, id);
     if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
+    // Requests name tables by code, so a link's target (looked up by id) was never in the memo, and
+    // every write read its version anew in the transaction (on PostgreSQL a round trip per bulk):
+    // once this one has let its connection go, the memo is filled by id for the next.
+    afterCommit(tx, () => {
+      void (async () => this.catalog.find(this.database.db, id))().catch(() => {});
+    });
     return table;
   }
 
@@ -87,21 +95,29 @@ export class LinkWrites {
    * list), locked on PostgreSQL in id order until this transaction ends: `share` (FOR KEY SHARE)
    * so that none is deleted, `update` (FOR NO KEY UPDATE) for rows this transaction then rewrites,
    * so that no concurrent writer rewrites them from a value read before this one's write (and two
-   * such writers never wait on each other in a cycle).
+   * such writers never wait on each other in a cycle). The statement answers the ids that are not
+   * rows (none, but for a write that fails): a bulk's 1,000 found ids are not sent back, read and
+   * kept row by row to be looked up again.
    */
   private async existing(tx: Db, table: TableDef, ids: Iterable<string>, lock: 'share' | 'update'): Promise<Set<string>> {
     const found = new Set<string>();
     const sorted = [...new Set(ids)].filter((id) => ROW_ID.test(id)).sort();
     if (sorted.length === 0) return found;
     const { dialect } = this.database;
-    const t = listStatement(this.database, table, `existing:${lock}`, (arg) => {
-      const locking = !dialect.lockRows ? sql`` : lock === 'update' ? sql` for no key update of rh_t` : sql` for key share of rh_t`;
-      return sql`select rh_t.id from ${sql.table(table.physical)} as rh_t
-        where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id'])}) order by rh_t.id${locking}`;
+    const t = listStatement(this.database, table, `missing:${lock}`, (arg) => {
+      const list = dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id']);
+      const rows = sql.table(table.physical);
+      if (!dialect.lockRows) return sql`select rh_id from ${list} where not exists (select 1 from ${rows} as rh_t where rh_t.id = rh_list.rh_id)`;
+      const locking = lock === 'update' ? sql`for no key update of rh_t` : sql`for key share of rh_t`;
+      return sql`with rh_ids as (select rh_id from ${list}),
+        rh_found as (select rh_t.id from ${rows} as rh_t where rh_t.id in (select rh_id from rh_ids) order by rh_t.id ${locking})
+        select rh_id from rh_ids where rh_id not in (select id from rh_found)`;
     });
+    const missing = new Set<string>();
     for (const part of chunks(sorted)) {
-      for (const r of (await tx.executeQuery<{ id: string }>(t.with(dialect.links.bindList([part])))).rows) found.add(r.id);
+      for (const r of (await tx.executeQuery<{ rh_id: string }>(t.with(dialect.links.bindList([part])))).rows) missing.add(r.rh_id);
     }
+    for (const id of sorted) if (!missing.has(id)) found.add(id);
     return found;
   }
 
@@ -178,15 +194,17 @@ export class LinkWrites {
     const toInsert: { mine: string; other: string }[] = [];
     const toDelete: { mine: string; other: string }[] = [];
     for (const { item, ids } of writes) {
-      const had = before.get(item.id) ?? new Set<string>();
-      const now = new Set(ids);
+      // A new row had no links (the common case of a bulk create: no sets made per row).
+      const had = before.get(item.id);
       for (const id of ids) {
-        if (had.has(id)) continue;
+        if (had?.has(id)) continue;
         toInsert.push({ mine: item.id, other: id });
         const list = added.get(id);
         if (list) list.push(item.id);
         else added.set(id, [item.id]);
       }
+      if (!had) continue;
+      const now = new Set(ids);
       for (const id of had) {
         if (now.has(id)) continue;
         toDelete.push({ mine: item.id, other: id });
