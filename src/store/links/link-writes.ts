@@ -78,8 +78,10 @@ export class LinkWrites {
     if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
     // Requests name tables by code, so a link's target (looked up by id) was never in the memo, and
     // every write read its version anew in the transaction (on PostgreSQL a round trip per bulk):
-    // once this one has let its connection go, the memo is filled by id for the next.
+    // once this one has let its connection go, the memo is filled by id for the next (where the
+    // memo is usable at all: not while PostgreSQL's metadata listener is down).
     afterCommit(tx, () => {
+      if (this.database.metadataVersion() === undefined) return;
       void (async () => this.catalog.find(this.database.db, id))().catch(() => {});
     });
     return table;
