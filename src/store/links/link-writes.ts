@@ -6,7 +6,7 @@ import type { TableDef } from '../../domain/table.ts';
 import { type Database, type Db, afterCommit } from '../database.ts';
 import type { WriteContext } from '../resources/resource-spec.ts';
 import type { TableCatalog } from '../table-catalog.ts';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { listParams, listStatement } from './list-statements.ts';
 
 /**
@@ -97,29 +97,34 @@ export class LinkWrites {
    * list), locked on PostgreSQL in id order until this transaction ends: `share` (FOR KEY SHARE)
    * so that none is deleted, `update` (FOR NO KEY UPDATE) for rows this transaction then rewrites,
    * so that no concurrent writer rewrites them from a value read before this one's write (and two
-   * such writers never wait on each other in a cycle). The statement answers the ids that are not
-   * rows (none, but for a write that fails): a bulk's 1,000 found ids are not sent back, read and
-   * kept row by row to be looked up again.
+   * such writers never wait on each other in a cycle). The statement answers how many it found:
+   * a bulk's 1,000 found ids are not sent back, read and kept row by row to be looked up again.
+   * Only when some are missing (a write about to fail) does a second statement say which (locking
+   * what it finds as the first did, so its answer holds whatever changed in between).
    */
   private async existing(tx: Db, table: TableDef, ids: Iterable<string>, lock: 'share' | 'update'): Promise<Set<string>> {
-    const found = new Set<string>();
     const sorted = [...new Set(ids)].filter((id) => ROW_ID.test(id)).sort();
+    const found = new Set<string>();
     if (sorted.length === 0) return found;
     const { dialect } = this.database;
-    const t = listStatement(this.database, table, `missing:${lock}`, (arg) => {
-      const list = dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id']);
-      const rows = sql.table(table.physical);
-      if (!dialect.lockRows) return sql`select rh_id from ${list} where not exists (select 1 from ${rows} as rh_t where rh_t.id = rh_list.rh_id)`;
-      const locking = lock === 'update' ? sql`for no key update of rh_t` : sql`for key share of rh_t`;
-      return sql`with rh_ids as (select rh_id from ${list}),
-        rh_found as (select rh_t.id from ${rows} as rh_t where rh_t.id in (select rh_id from rh_ids) order by rh_t.id ${locking})
-        select rh_id from rh_ids where rh_id not in (select id from rh_found)`;
-    });
-    const missing = new Set<string>();
+    const rows = sql.table(table.physical);
+    const locking = !dialect.lockRows ? sql`` : lock === 'update' ? sql` for no key update of rh_t` : sql` for key share of rh_t`;
+    const list = (arg: (i: number) => RawBuilder<unknown>) => dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id']);
+    const counted = listStatement(this.database, table, `found:${lock}`, (arg) => sql`select count(*) as rh_n from (select rh_t.id from ${rows} as rh_t
+        where rh_t.id in (select rh_id from ${list(arg)}) order by rh_t.id${locking}) as rh_found`);
+    const missing = listStatement(this.database, table, `missing:${lock}`, (arg) => sql`with rh_ids as (select rh_id from ${list(arg)}),
+        rh_found as (select rh_t.id from ${rows} as rh_t where rh_t.id in (select rh_id from rh_ids) order by rh_t.id${locking})
+        select rh_id from rh_ids where rh_id not in (select id from rh_found)`);
     for (const part of chunks(sorted)) {
-      for (const r of (await tx.executeQuery<{ rh_id: string }>(t.with(dialect.links.bindList([part])))).rows) missing.add(r.rh_id);
+      const bound = dialect.links.bindList([part]);
+      const [{ rh_n }] = (await tx.executeQuery<{ rh_n: number | string | bigint }>(counted.with(bound))).rows;
+      if (Number(rh_n) === part.length) {
+        for (const id of part) found.add(id);
+        continue;
+      }
+      const absent = new Set((await tx.executeQuery<{ rh_id: string }>(missing.with(bound))).rows.map((r) => r.rh_id));
+      for (const id of part) if (!absent.has(id)) found.add(id);
     }
-    for (const id of sorted) if (!missing.has(id)) found.add(id);
     return found;
   }
 
