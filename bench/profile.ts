@@ -2,8 +2,9 @@
 // 20,000 dataset rows through the API, restarts the service under `node --cpu-prof`, sends one
 // workload for a few seconds, and sums the profile's self time by module (src/ files, and
 // packages under node_modules) and by function.
-//   node --import tsx bench/profile.ts [get|first|paid|create|idemcreate|patch|bulk|linkbulk|expand|linkfirst|export] [seconds=5]      (BENCH_DATABASE=postgres too)
-//   (linkbulk: bulk creates into a table of the dataset's fields plus a `customer` link, paired with an
+//   node --import tsx bench/profile.ts [get|first|paid|create|idemcreate|patch|bulk|linkbulk|onewaybulk|nolinkbulk|expand|linkfirst|export] [seconds=5]      (BENCH_DATABASE=postgres too)
+//   (onewaybulk and nolinkbulk: the same bulks into a table whose link is one-way, with and without the link;
+//   linkbulk: bulk creates into a table of the dataset's fields plus a `customer` link, paired with an
 //   `orders` field on a table of 1,000 customers, each row linking one of them; expand: the first page
 //   of the bench table whose rows link PROFILE_CUSTOMERS (1,000) customers that way, with
 //   `expand=customer`, and linkfirst the same page without it)
@@ -135,10 +136,11 @@ if (LINKED) {
 }
 const table = await createBenchTable(service.url, 'bench', LINKED ? [{ code: 'customer', type: 'link', options: { table: 'customers', inverse: { code: 'orders' } } }] : []);
 await loadThroughApi(service.url, 'bench', N, LINKED ? (i) => ({ customer: `cust-${(i * 7919) % CUSTOMERS}` }) : undefined);
-if (WORKLOAD === 'linkbulk') {
+if (WORKLOAD === 'linkbulk' || WORKLOAD === 'onewaybulk' || WORKLOAD === 'nolinkbulk') {
   await api(service.url, 'POST', '/api/tables', { code: 'customers', name: 'Customers', fields: [{ code: 'country', type: 'text' }] });
   await api(service.url, 'POST', '/api/tables/customers/rows-bulk', { data: Array.from({ length: 1000 }, (_, c) => ({ id: `cust-${c}`, values: { country: 'JP' } })) });
   await createBenchTable(service.url, 'linked', [{ code: 'customer', type: 'link', options: { table: 'customers', inverse: { code: 'orders' } } }]);
+  await createBenchTable(service.url, 'oneway', [{ code: 'customer', type: 'link', options: { table: 'customers' } }]);
 }
 await service.stop();
 
@@ -173,6 +175,14 @@ const serviceRequests = {
     body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) }),
     headers: auth,
   },
+  // The same bulks into a table whose link is one-way (no inverse), and into it without the link.
+  onewaybulk: {
+    method: 'POST' as const,
+    path: '/api/tables/oneway/rows-bulk',
+    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) }),
+    headers: auth,
+  },
+  nolinkbulk: { method: 'POST' as const, path: '/api/tables/oneway/rows-bulk', body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) }), headers: auth },
   first: { path: '/api/tables/bench/rows', headers: auth },
   expand: { path: '/api/tables/bench/rows?expand=customer', headers: auth },
   linkfirst: { path: '/api/tables/bench/rows', headers: auth },

@@ -6,7 +6,7 @@ import type { TableDef } from '../../domain/table.ts';
 import { type Database, type Db, afterCommit } from '../database.ts';
 import type { WriteContext } from '../resources/resource-spec.ts';
 import type { TableCatalog } from '../table-catalog.ts';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { listParams, listStatement } from './list-statements.ts';
 
 /**
@@ -72,8 +72,18 @@ export class LinkWrites {
    * the pool, which writers holding theirs could exhaust).
    */
   private async tableOf(tx: Db, id: string): Promise<TableDef> {
-    const table = this.catalog.peek(this.database.db, id) ?? (await this.catalog.find(tx, id));
+    const memo = this.catalog.peek(this.database.db, id);
+    if (memo) return memo;
+    const table = await this.catalog.find(tx, id);
     if (!table) throw new ServiceError('schema_changed', `table ${id} changed while the request ran; send it again`);
+    // Requests name tables by code, so a link's target (looked up by id) was never in the memo, and
+    // every write read its version anew in the transaction (on PostgreSQL a round trip per bulk):
+    // once this one has let its connection go, the memo is filled by id for the next (where the
+    // memo is usable at all: not while PostgreSQL's metadata listener is down).
+    afterCommit(tx, () => {
+      if (this.database.metadataVersion() === undefined) return;
+      void (async () => this.catalog.find(this.database.db, id))().catch(() => {});
+    });
     return table;
   }
 
@@ -87,20 +97,33 @@ export class LinkWrites {
    * list), locked on PostgreSQL in id order until this transaction ends: `share` (FOR KEY SHARE)
    * so that none is deleted, `update` (FOR NO KEY UPDATE) for rows this transaction then rewrites,
    * so that no concurrent writer rewrites them from a value read before this one's write (and two
-   * such writers never wait on each other in a cycle).
+   * such writers never wait on each other in a cycle). The statement answers how many it found:
+   * a bulk's 1,000 found ids are not sent back, read and kept row by row to be looked up again.
+   * Only when some are missing (a write about to fail) does a second statement say which (locking
+   * what it finds as the first did, so its answer holds whatever changed in between).
    */
   private async existing(tx: Db, table: TableDef, ids: Iterable<string>, lock: 'share' | 'update'): Promise<Set<string>> {
-    const found = new Set<string>();
     const sorted = [...new Set(ids)].filter((id) => ROW_ID.test(id)).sort();
+    const found = new Set<string>();
     if (sorted.length === 0) return found;
     const { dialect } = this.database;
-    const t = listStatement(this.database, table, `existing:${lock}`, (arg) => {
-      const locking = !dialect.lockRows ? sql`` : lock === 'update' ? sql` for no key update of rh_t` : sql` for key share of rh_t`;
-      return sql`select rh_t.id from ${sql.table(table.physical)} as rh_t
-        where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id'])}) order by rh_t.id${locking}`;
-    });
+    const rows = sql.table(table.physical);
+    const locking = !dialect.lockRows ? sql`` : lock === 'update' ? sql` for no key update of rh_t` : sql` for key share of rh_t`;
+    const list = (arg: (i: number) => RawBuilder<unknown>) => dialect.links.listRows(listParams(this.database, arg, 1), ['rh_id']);
+    const counted = listStatement(this.database, table, `found:${lock}`, (arg) => sql`select count(*) as rh_n from (select rh_t.id from ${rows} as rh_t
+        where rh_t.id in (select rh_id from ${list(arg)}) order by rh_t.id${locking}) as rh_found`);
+    const missing = listStatement(this.database, table, `missing:${lock}`, (arg) => sql`with rh_ids as (select rh_id from ${list(arg)}),
+        rh_found as (select rh_t.id from ${rows} as rh_t where rh_t.id in (select rh_id from rh_ids) order by rh_t.id${locking})
+        select rh_id from rh_ids where rh_id not in (select id from rh_found)`);
     for (const part of chunks(sorted)) {
-      for (const r of (await tx.executeQuery<{ id: string }>(t.with(dialect.links.bindList([part])))).rows) found.add(r.id);
+      const bound = dialect.links.bindList([part]);
+      const [{ rh_n }] = (await tx.executeQuery<{ rh_n: number | string | bigint }>(counted.with(bound))).rows;
+      if (Number(rh_n) === part.length) {
+        for (const id of part) found.add(id);
+        continue;
+      }
+      const absent = new Set((await tx.executeQuery<{ rh_id: string }>(missing.with(bound))).rows.map((r) => r.rh_id));
+      for (const id of part) if (!absent.has(id)) found.add(id);
     }
     return found;
   }
@@ -178,15 +201,17 @@ export class LinkWrites {
     const toInsert: { mine: string; other: string }[] = [];
     const toDelete: { mine: string; other: string }[] = [];
     for (const { item, ids } of writes) {
-      const had = before.get(item.id) ?? new Set<string>();
-      const now = new Set(ids);
+      // A new row had no links (the common case of a bulk create: no sets made per row).
+      const had = before.get(item.id);
       for (const id of ids) {
-        if (had.has(id)) continue;
+        if (had?.has(id)) continue;
         toInsert.push({ mine: item.id, other: id });
         const list = added.get(id);
         if (list) list.push(item.id);
         else added.set(id, [item.id]);
       }
+      if (!had) continue;
+      const now = new Set(ids);
       for (const id of had) {
         if (now.has(id)) continue;
         toDelete.push({ mine: item.id, other: id });
