@@ -35,29 +35,37 @@ export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links
  * encoding it (decisions.md, "Sixth round").
  */
 function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileLinks | undefined, expanded: Expanded | undefined, out?: Utf8Out): string {
-  // What is not written to `out` yet.
-  let text = `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}`;
-  let first = true;
+  let values = '';
+  // Whether the record's beginning is written to `out` already (before an expanded value's records).
+  let written = false;
   // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
   for (const { key, column, type, nullJson, field } of table.compiled.fields) {
     const v = raw[column];
-    const name = first ? key : `,${key}`;
-    first = false;
+    let text: string;
     const expansion = expanded === undefined ? undefined : expanded.get(field.id);
     if (expansion !== undefined) {
       const records = expandedRecords(v, expansion, dialect);
       const multiple = linkOptions(field).multiple;
-      if (out === undefined) text += name + (multiple ? `[${records.join(',')}]` : (records[0] ?? 'null'));
-      else {
-        out.text(text + name);
+      if (out !== undefined) {
+        const name = values === '' && !written ? key : `,${key}`;
+        out.text(written ? values + name : recordHead(raw) + values + name);
         writeList(out, records, multiple);
-        text = '';
+        values = '';
+        written = true;
+        continue;
       }
-    } else if (v === null || v === undefined) text += name + nullJson;
-    else if (type.withLinks && links) text += name + JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
-    else text += name + (type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect)));
+      text = multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+    } else if (v === null || v === undefined) text = nullJson;
+    else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
+    else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
+    values += values === '' && !written ? key + text : `,${key}${text}`;
   }
-  return `${text}}}`;
+  return written ? `${values}}}` : `${recordHead(raw)}${values}}}`;
+}
+
+/** A record's text up to its first value: its id and system fields. */
+function recordHead(raw: RawRow): string {
+  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}`;
 }
 
 /**
