@@ -4,10 +4,11 @@ import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harne
 
 /**
  * Expanded rows are answered as their own records (CONTRACT §11), byte for byte as a get of the row
- * answers them, whichever way they are read: as their record's text rendered by the database (on
- * SQLite, a table whose fields it writes exactly: texts, dates, booleans, lists, records, links) or
- * as columns rendered by the service (numbers, files, and every table on PostgreSQL). Each is
- * rendered once per answer, however many rows link to it.
+ * answers them, whichever way they are read: as their record's text rendered by the database (a
+ * table whose fields it writes exactly: on SQLite texts, dates, times, booleans, lists, records,
+ * links; on PostgreSQL texts, dates, times, date-times, booleans, links) or as columns rendered by
+ * the service (numbers, files; lists and records on PostgreSQL). Each is rendered once per answer,
+ * however many rows link to it.
  */
 eachDatabase('links: expanded records', (kind) => {
   let t: TestApp;
