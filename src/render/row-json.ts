@@ -4,7 +4,6 @@ import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
 import { systemJson } from '../domain/record-system-json.ts';
 import { holdsJsonText, rowRecord } from '../domain/row-record.ts';
-import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
 import type { Expanded, Expansion } from '../store/links/expand.ts';
 import type { Utf8Out } from './utf8-out.ts';
@@ -24,26 +23,56 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
  * `links` signs the download URLs of file values (Files.links); a table with file fields needs it.
  */
 export function recordJson(table: TableDef, raw: RawRow, dialect: Dialect, links?: FileLinks, expanded?: Expanded): string {
+  return recordText(table, raw, dialect, links, expanded);
+}
+
+/**
+ * recordJson, or with `out` the record written to it: all but the text returned (the record's end,
+ * for the caller to write). There each expanded value's records (the linked rows' texts, a
+ * customer's 700-byte array of order ids) are written as they are rather than concatenated into
+ * the record: a record holding a character past Latin-1 (the benchmark's 請求書) is flattened into
+ * a two-byte string, which copied each linked record's one-byte text to twice its size before
+ * encoding it (decisions.md, "Sixth round").
+ */
+function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileLinks | undefined, expanded: Expanded | undefined, out?: Utf8Out): string {
   let values = '';
+  // Whether the record's beginning is written to `out` already (before an expanded value's records).
+  let written = false;
   // Each field's key (`"code":`, escaped once), column and type: made with the table version (CompiledTable).
   for (const { key, column, type, nullJson, field } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
     const expansion = expanded === undefined ? undefined : expanded.get(field.id);
-    if (expansion !== undefined) text = expandedJson(field, v, expansion, dialect);
-    else if (v === null || v === undefined) text = nullJson;
+    if (expansion !== undefined) {
+      const records = expandedRecords(v, expansion, dialect);
+      const multiple = linkOptions(field).multiple;
+      if (out !== undefined) {
+        const name = values === '' && !written ? key : `,${key}`;
+        out.text(written ? values + name : recordHead(raw) + values + name);
+        writeList(out, records, multiple);
+        values = '';
+        written = true;
+        continue;
+      }
+      text = multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+    } else if (v === null || v === undefined) text = nullJson;
     else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
-    values += values === '' ? key + text : `,${key}${text}`;
+    values += values === '' && !written ? key + text : `,${key}${text}`;
   }
-  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}${values}}}`;
+  return written ? `${values}}}` : `${recordHead(raw)}${values}}}`;
+}
+
+/** A record's text up to its first value: its id and system fields. */
+function recordHead(raw: RawRow): string {
+  return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}`;
 }
 
 /**
  * The records of an answer's expanded rows by id, each rendered once however many of its rows link
  * to it (a page of one customer's orders): one entry per expansion (per answer), not per linked row.
  */
-const expandedRecords = new WeakMap<Expansion, Map<string, string>>();
+const expandedTexts = new WeakMap<Expansion, Map<string, string>>();
 
 /**
  * The record texts change entries were rendered with (ChangeLog's render, entryRecordJson), by
@@ -65,16 +94,30 @@ export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect
   return kept ?? recordJson(table, raw, dialect, links, expanded);
 }
 
-/** An expanded link's value (CONTRACT §11): the linked rows' records, their own links as ids. */
-function expandedJson(field: FieldDef, value: unknown, expansion: Expansion, dialect: Dialect): string {
-  let texts = expandedRecords.get(expansion);
-  if (texts === undefined) expandedRecords.set(expansion, (texts = new Map()));
+/** The records of an expanded link's value (CONTRACT §11), in link order: the linked rows' texts, their own links as ids (a row not read, gone: none). */
+function expandedRecords(value: unknown, expansion: Expansion, dialect: Dialect): string[] {
+  let texts = expandedTexts.get(expansion);
+  if (texts === undefined) expandedTexts.set(expansion, (texts = new Map()));
   const records: string[] = [];
   for (const id of linkIds(decodeLink(value, dialect))) {
     const text = expandedRecord(expansion, texts, id, dialect);
     if (text !== undefined) records.push(text);
   }
-  return linkOptions(field).multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+  return records;
+}
+
+/** An expanded value written to `out`: a multiple link's records as an array, a single link's one or null. */
+function writeList(out: Utf8Out, records: readonly string[], multiple: boolean): void {
+  if (!multiple) {
+    out.text(records[0] ?? 'null');
+    return;
+  }
+  out.text('[');
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0) out.text(',');
+    out.text(records[i]);
+  }
+  out.text(']');
 }
 
 /** The record text of the expanded row `id` (undefined: not among the rows read), rendered once into `texts`. */
@@ -98,15 +141,15 @@ export function writeRecords(out: Utf8Out, table: TableDef, rows: readonly RawRo
     out.text(JSON.stringify(rows.map((row) => rowRecord(table, row, dialect))));
     return;
   }
-  writeArray(out, rows, (row) => recordJson(table, row, dialect, links, expanded));
+  writeArray(out, rows, (row) => recordText(table, row, dialect, links, expanded, out));
 }
 
 /** Written records as a JSON array's text (the bulk writes' answers), each as its change entry was rendered where that is the answer, written to `out`. */
 export function writeWrittenRecords(out: Utf8Out, table: TableDef, rows: readonly RawRow[], dialect: Dialect, links?: FileLinks, expanded?: Expanded): void {
-  writeArray(out, rows, (row) => writtenRecordJson(table, row, dialect, links, expanded));
+  writeArray(out, rows, (row) => (expanded === undefined ? writtenRecordJson(table, row, dialect, links) : recordText(table, row, dialect, links, expanded, out)));
 }
 
-/** A JSON array of the rows' texts, written to `out` piece by piece. */
+/** A JSON array of the rows' texts, written to `out` piece by piece; `text` may write a row's beginning itself, and returns the rest. */
 function writeArray(out: Utf8Out, rows: readonly RawRow[], text: (row: RawRow) => string): void {
   out.text('[');
   for (let i = 0; i < rows.length; i++) {

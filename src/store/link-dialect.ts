@@ -1,5 +1,6 @@
 import type { RawBuilder } from 'kysely';
 import type { FieldType } from '../domain/field-types/field-type.ts';
+import type { ColumnKind } from '../domain/value-codec.ts';
 
 /**
  * What link maintenance and `expand` (store/links/, RowStore.followLinks) ask of each database
@@ -39,11 +40,18 @@ export interface LinkSql {
    */
   linkJson(column: RawBuilder<unknown>): RawBuilder<unknown>;
   /**
-   * Whether the database writes a value of this type in a record's JSON text (record-json-sql.ts)
-   * byte for byte as the renderer does (render/row-json.ts): an expanded row whose table has only
-   * such fields is read as its record's text, rendered by the database (store/links/expand.ts).
+   * Whether the database writes a value of this type in a record's JSON text (record-json-sql.ts,
+   * with exactRecordValues) byte for byte as the renderer does (render/row-json.ts): an expanded
+   * row whose table has only such fields is read as its record's text, rendered by the database
+   * (store/links/expand.ts).
    */
   recordValueExact(type: FieldType): boolean;
+  /**
+   * A value's JSON text by the kind of column that holds it, exactly as the renderer writes the
+   * value the driver reads, for the kinds recordValueExact admits (and the system columns). Where
+   * the change log's spelling (Dialect.recordValues) is already exact, the same (a RecordValueSql).
+   */
+  exactRecordValues: Record<ColumnKind, (column: string) => string>;
   /** What follows an edge table's column list in its CREATE TABLE (SQLite: WITHOUT ROWID, the primary key being the table). */
   edgeTableOptions: string;
 }

@@ -34,11 +34,24 @@ const expressions = new TableMemo('record JSON SQL expressions, by dialect, alia
  * work on a bulk create's entries.
  */
 export function recordJsonSql(table: TableDef, alias: string, dialect: Dialect, system?: string): string {
+  return recordSql(table, alias, dialect, system, false);
+}
+
+/**
+ * The record's JSON text byte for byte as the renderer writes the row the driver reads (an
+ * expanded row's, store/links/expand.ts): with the dialect's exact values (LinkSql.exactRecordValues),
+ * for a table whose every field LinkSql.recordValueExact admits.
+ */
+export function exactRecordJsonSql(table: TableDef, alias: string, dialect: Dialect): string {
+  return recordSql(table, alias, dialect, undefined, true);
+}
+
+function recordSql(table: TableDef, alias: string, dialect: Dialect, system: string | undefined, exact: boolean): string {
   const made = table.compiled.memo(expressions);
-  const key = `${dialect.label}:${alias}:${system ?? ''}`;
+  const key = `${dialect.label}:${alias}:${system ?? ''}:${exact ? 'exact' : ''}`;
   let expr = made.get(key);
   if (expr === undefined) {
-    const value = dialect.recordValues;
+    const value = exact ? dialect.links.exactRecordValues : dialect.recordValues;
     const col = (name: string) => `${alias}."${name}"`;
     const parts = [literal('{"id":'), value.text(col('id'))];
     if (system !== undefined) parts.push(system);

@@ -4,10 +4,11 @@ import { TEST_KEY, type TestApp, eachDatabase, startApp } from '../support/harne
 
 /**
  * Expanded rows are answered as their own records (CONTRACT §11), byte for byte as a get of the row
- * answers them, whichever way they are read: as their record's text rendered by the database (on
- * SQLite, a table whose fields it writes exactly: texts, dates, booleans, lists, records, links) or
- * as columns rendered by the service (numbers, files, and every table on PostgreSQL). Each is
- * rendered once per answer, however many rows link to it.
+ * answers them, whichever way they are read: as their record's text rendered by the database (a
+ * table whose fields it writes exactly: on SQLite texts, dates, times, booleans, lists, records,
+ * links; on PostgreSQL texts, dates, times, date-times, booleans, links) or as columns rendered by
+ * the service (numbers, files; lists and records on PostgreSQL). Each is rendered once per answer,
+ * however many rows link to it.
  */
 eachDatabase('links: expanded records', (kind) => {
   let t: TestApp;
@@ -108,6 +109,80 @@ eachDatabase('links: expanded records', (kind) => {
     assert.deepEqual(JSON.parse(p2).values.deals, []);
     const one = await t.get('/api/tables/deals/rows/d1', { query: { expand: 'person' } });
     assert.ok(one.text.includes(`"person":${await gotText('people', 'p1')}`), one.text);
+  });
+
+  it('a linked table of only texts, choices, times, dates, booleans and links (rendered by either database) answers as its gets do, a self-link included', async () => {
+    const made = await t.post('/api/tables', {
+      code: 'contacts',
+      name: 'Contacts',
+      fields: [
+        { code: 'name', type: 'text' },
+        { code: 'kind', type: 'select', options: { choices: ['lead', 'client'] } },
+        { code: 'seen', type: 'dateTime' },
+        { code: 'born', type: 'date' },
+        { code: 'calls', type: 'time' },
+        { code: 'month', type: 'yearMonth' },
+        { code: 'active', type: 'boolean' },
+        { code: 'boss', type: 'link', options: { table: 'contacts', inverse: { code: 'reports', multiple: true } } },
+      ],
+    });
+    assert.equal(made.status, 201, made.text);
+    const tickets = await t.post('/api/tables', {
+      code: 'tickets',
+      name: 'Tickets',
+      fields: [
+        { code: 'no', type: 'number', options: { indexed: true } },
+        { code: 'owner', type: 'link', options: { table: 'contacts' } },
+        { code: 'people', type: 'link', options: { table: 'contacts', multiple: true, inverse: { code: 'tickets', multiple: true } } },
+      ],
+    });
+    assert.equal(tickets.status, 201, tickets.text);
+    const contacts = await t.post('/api/tables/contacts/rows-bulk', {
+      data: [
+        { id: 'c1', values: { name: awkward, kind: 'client', seen: '0001-01-01T00:00:00Z', born: '0001-01-01', calls: '00:00:00', month: '2024-02', active: true } },
+        { id: 'c2', values: { name: 'Second', kind: 'lead', seen: '9999-12-31T23:59:59.999+00:00', born: '9999-12-31', calls: '23:59:59', month: '9999-12', active: false, boss: 'c1' } },
+        { id: 'c3', values: { seen: '2024-05-01T09:30:00.5+09:00', boss: 'c3' } },
+        { id: 'c4', values: { name: 'Goes away' } },
+      ],
+    });
+    assert.equal(contacts.status, 201, contacts.text);
+    const rows = await t.post('/api/tables/tickets/rows-bulk', {
+      data: [
+        { id: 't1', values: { no: 1, owner: 'c1', people: ['c2', 'c1', 'c3'] } },
+        { id: 't2', values: { no: 2, owner: 'c2', people: ['c4', 'c2'] } },
+        { id: 't3', values: { no: 3 } },
+        { id: 't4', values: { no: 4, owner: 'c4', people: ['c4'] } },
+      ],
+    });
+    assert.equal(rows.status, 201, rows.text);
+    assert.equal((await t.delete('/api/tables/contacts/rows/c4')).status, 204);
+    const [c1, c2, c3] = [await gotText('contacts', 'c1'), await gotText('contacts', 'c2'), await gotText('contacts', 'c3')];
+    assert.equal(JSON.parse(c2).values.seen, '9999-12-31T23:59:59.999Z');
+    assert.equal(JSON.parse(c3).values.seen, '2024-05-01T00:30:00.500Z');
+    const page = await t.get('/api/tables/tickets/rows', { query: { expand: 'owner,people', sort: JSON.stringify([{ no: { direction: 'asc', nulls: 'nullsLast' } }]) } });
+    assert.equal(page.status, 200, page.text);
+    const expected = [`"owner":${c1},"people":[${c2},${c1},${c3}]`, `"owner":${c2},"people":[${c2}]`, `"owner":null,"people":[]`, `"owner":null,"people":[]`];
+    let at = 0;
+    for (const text of expected) {
+      const found = page.text.indexOf(text, at);
+      assert.ok(found > at, `${text.slice(0, 160)}… in ${page.text.slice(at, at + 600)}`);
+      at = found + text.length;
+    }
+    // The self-link: a contact expanded from its own table, its boss and reports as ids.
+    const self = await t.get('/api/tables/contacts/rows/c2', { query: { expand: 'boss,reports' } });
+    assert.equal(self.status, 200, self.text);
+    assert.ok(self.text.includes(`"boss":${c1}`), self.text);
+    const c3self = await t.get('/api/tables/contacts/rows/c3', { query: { expand: 'boss,reports' } });
+    assert.ok(c3self.text.includes(`"boss":${c3}`) && c3self.text.includes(`"reports":[${c3}]`), c3self.text);
+    // A write's and a batch's answers carry the same texts.
+    const written = await t.post('/api/tables/tickets/rows', { id: 't5', values: { no: 5, owner: 'c3', people: ['c1'] } }, { query: { expand: 'owner,people' } });
+    assert.equal(written.status, 201, written.text);
+    const c3now = await gotText('contacts', 'c3');
+    const c1now = await gotText('contacts', 'c1');
+    assert.ok(written.text.includes(`"owner":${c3now},"people":[${c1now}]`), written.text);
+    const batch = await t.post('/api/rows-batch', { operations: [{ type: 'update', tableId: tickets.body.id, id: 't3', values: { owner: 'c2' } }] }, { query: { expand: 'owner' } });
+    assert.equal(batch.status, 200, batch.text);
+    assert.ok(batch.text.includes(`"owner":${await gotText('contacts', 'c2')}`), batch.text);
   });
 
   it('jsonl exports carry the same records', async () => {

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { type Database, readRows } from '../database.ts';
 import type { TableCatalog } from '../table-catalog.ts';
 import { listParams, listStatement } from './list-statements.ts';
-import { recordJsonSql } from '../record-json-sql.ts';
+import { exactRecordJsonSql } from '../record-json-sql.ts';
 
 /**
  * The rows an `expand`ed link field names, read once for a whole answer: its target table and those
@@ -24,7 +24,8 @@ export interface Expansion {
  * (record-json-sql.ts): where it writes each of their values as the renderer would, byte for byte
  * (LinkSql.recordValueExact). Each row then crosses from the database as one value rather than
  * one per column, and is not rendered again: on SQLite, where reading a value costs about as much
- * as rendering it, that is most of what an expanded row costs.
+ * as rendering it, that is most of what an expanded row costs; on PostgreSQL the driver parses one
+ * value a row instead of each column's (decisions.md, "Sixth round").
  */
 function recordsInSql(database: Database, table: TableDef): boolean {
   const { links } = database.dialect;
@@ -61,7 +62,7 @@ export async function expandLinks(database: Database, catalog: TableCatalog, row
       // Unquoted rh_ names (link-dialect.ts, listRows). The rows' own links are rendered as ids: read as their JSON text (LinkSql.linkJson).
       const links = new Set(target.compiled.fields.filter((f) => isLinkField(f.field)).map((f) => f.column));
       const columns = rendered
-        ? sql`rh_t."id" as "id", ${sql.raw(recordJsonSql(target, 'rh_t', dialect))} as "record"`
+        ? sql`rh_t."id" as "id", ${sql.raw(exactRecordJsonSql(target, 'rh_t', dialect))} as "record"`
         : sql.join(target.compiled.columns.map((c) => (links.has(c) ? sql`${dialect.links.linkJson(sql.raw(`rh_t."${c}"`))} as ${sql.raw(`"${c}"`)}` : sql.raw(`rh_t."${c}"`))));
       return sql`select ${columns} from ${sql.table(target.physical)} as rh_t where rh_t.id in (select rh_id from ${dialect.links.listRows(listParams(database, arg, 1), ['rh_id'])})`;
     });

@@ -1,5 +1,22 @@
 import { sql } from 'kysely';
 import type { LinkSql } from '../link-dialect.ts';
+import type { ColumnKind } from '../../domain/value-codec.ts';
+import { linkType } from '../../domain/field-types/link.ts';
+import { postgresRecordValues } from './record-values.ts';
+
+/** A link value's JSON text in a record rendered by the database, as linkJson writes it. */
+const compactLinks = (column: string) => `replace(cast(${column} as text), '", "', '","')`;
+
+/**
+ * The column kinds whose values PostgreSQL writes in a record's JSON text exactly as the renderer
+ * writes what the driver reads (driver.ts): texts (to_json escapes as JSON.stringify does: the quote, the backslash,
+ * \b \f \n \r \t by name, other controls as lowercase \u00xx, nothing else), booleans, dates and
+ * times (the driver's text, quoted), timestamps (the API's form: every value the service stores is
+ * of years 0001 to 9999, read by the driver's utcTimestamp as to_char writes it, milliseconds
+ * truncated). Not numbers (float8's text spells exponents its own way: 1e-07, 1e+16), nor jsonb
+ * but links (its text has a space after each comma and colon, its keys its own order).
+ */
+const EXACT_KINDS: ReadonlySet<ColumnKind> = new Set<ColumnKind>(['text', 'boolean', 'timestamp', 'date', 'time']);
 
 /** PostgreSQL's link statements (link-dialect.ts): lists bound as text arrays, link values as jsonb. */
 export const postgresLinkSql: LinkSql = {
@@ -27,7 +44,9 @@ export const postgresLinkSql: LinkSql = {
       end`;
   },
   linkJson: (column) => sql`replace(cast(${column} as text), '", "', '","')`,
-  // Its JSON columns are written with a space after each comma and colon, its numbers and times in its own spelling: none is taken.
-  recordValueExact: () => false,
+  recordValueExact: (type) => EXACT_KINDS.has(type.column) || type === linkType,
+  // Dates and times as the driver reads them (its text: to_json of the date itself writes ISO
+  // whatever the DateStyle); the only JSON columns taken hold links.
+  exactRecordValues: { ...postgresRecordValues, date: (c) => `to_json(${c}::text)::text`, time: (c) => `to_json(${c}::text)::text`, json: compactLinks },
   edgeTableOptions: '',
 };

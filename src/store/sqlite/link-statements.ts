@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { LinkSql } from '../link-dialect.ts';
 import type { ColumnKind } from '../../domain/value-codec.ts';
+import { sqliteRecordValues } from './record-values.ts';
 
 /** The column kinds whose values SQLite writes in a record's JSON text exactly as the renderer does. */
 const EXACT_KINDS: ReadonlySet<ColumnKind> = new Set<ColumnKind>(['text', 'boolean', 'timestamp', 'date', 'time']);
@@ -40,6 +41,7 @@ export const sqliteLinkSql: LinkSql = {
   // its stored text as it is (jsonFromDb: links, lists, records) is copied. Not numbers (json_quote
   // writes 2 as 2.0) nor files (answered as parsed and written again).
   recordValueExact: (type) => EXACT_KINDS.has(type.column) || (type.column === 'json' && type.jsonFromDb !== undefined),
+  exactRecordValues: sqliteRecordValues,
   // The primary key (src, dst) is the table: one B-tree fewer for each edge written.
   edgeTableOptions: 'without rowid',
 };
