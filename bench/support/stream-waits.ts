@@ -4,18 +4,10 @@
 // the client's port. One clock across the processes (ms since the epoch, performance.timeOrigin +
 // performance.now()); occurredAt is whole milliseconds (an error under 1 ms in the first two parts).
 import fs from 'node:fs';
+import type { RoundTrace } from '../../src/stream/round-trace.ts';
 
-interface Round {
-  after: number;
-  last: number;
-  commits: number[];
-  readStart: number;
-  readEnd: number;
-  textEnd: number;
-  passEnd: number;
-  passCpuMs: number;
-  written: number;
-}
+/** A round as bench/support/stream-trace.mjs keeps it: the service's trace, with its streams counted rather than listed. */
+type Round = Omit<RoundTrace, 'table' | 'ports' | 'writes'> & { written: number };
 
 /** The parts, in order: each event's time in it, ms. */
 export const PARTS = [
