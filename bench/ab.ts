@@ -32,7 +32,7 @@ import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import pg from 'pg';
-import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, databaseCpuMs, freePort, launcherNodeOptions, startProcess } from './support/processes.ts';
+import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, databaseCpuMs, freePort, startProcess } from './support/processes.ts';
 
 const COMMIT = process.argv[2];
 if (!COMMIT) throw new Error('usage: node --import tsx bench/ab.ts <commit> [rows] [seconds]');
@@ -61,15 +61,14 @@ async function bundle(name: string, root: string): Promise<string> {
 }
 const scripts = { before: await bundle('before', beforeRoot), after: await bundle('after', ROOT) };
 type Side = keyof typeof scripts;
-// Both sides run with node's options from the launcher's first line, as `npm start` runs the service.
-// BENCH_AFTER_NODE_ARGS: more of node's options for the `after` side alone (space-separated), to weigh
-// one against the same build: `bench/ab.ts HEAD` with BENCH_AFTER_NODE_ARGS=--max-semi-space-size=64.
+// BENCH_AFTER_NODE_ARGS: node's options for the `after` side alone (space-separated), to weigh one
+// against the same build: `bench/ab.ts HEAD` with BENCH_AFTER_NODE_ARGS=--max-semi-space-size=32.
 const afterNodeArgs = (process.env.BENCH_AFTER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 async function serve(side: Side): Promise<Proc> {
   const port = await freePort();
   const level: Record<string, string> = process.env.BENCH_LOG_LEVEL ? { ROWHOUSE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {};
-  const proc = await startProcess([...launcherNodeOptions(), ...(side === 'after' ? afterNodeArgs : []), scripts[side]], { ...env, PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...level }, port, '/healthz');
+  const proc = await startProcess([...(side === 'after' ? afterNodeArgs : []), scripts[side]], { ...env, PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...level }, port, '/healthz');
   // startProcess keeps the last 20 KB of the output, copying it at each chunk: read and dropped instead.
   proc.child.stdout?.removeAllListeners('data');
   proc.child.stdout?.on('data', () => {});

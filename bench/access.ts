@@ -32,7 +32,7 @@ import { serviceBundleOptions } from '../scripts/bundle-options.mjs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
-import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, launcherNodeOptions, startProcess, startService } from './support/processes.ts';
+import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, startProcess, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -147,7 +147,7 @@ if (ONLY !== 'idempotency') {
   /** A bundle served on a port of its own, as startService serves the product's build. */
   async function serveBundle(script: string): Promise<Proc> {
     const port = await freePort();
-    return startProcess([...launcherNodeOptions(), script], { ...env, PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn' }, port, '/healthz');
+    return startProcess([script], { ...env, PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn' }, port, '/healthz');
   }
   const servers = { stage: await serveBundle(bundles.stage), skipped: await serveBundle(bundles.skipped) };
 

@@ -220,7 +220,7 @@ const cpuOff = median(runs.off.map((r) => r.cpuUsPerRow));
 const pct = (p: number) => delivery.delays[Math.min(delivery.delays.length - 1, Math.floor(p * delivery.delays.length))] / 1000;
 
 console.log(
-  `\n${postgres ? 'PostgreSQL' : 'SQLite'}: rowhouse serve as npm start runs it (the build in dist/); ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`,
+  `\n${postgres ? 'PostgreSQL' : 'SQLite'}: node bin/rowhouse.mjs serve (the build in dist/); ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`,
 );
 console.log(`(a) ${BULKS} sequential bulk creates of ${SIZE} dataset rows, ${ROUNDS} rounds after a warm-up round (rows/s: the best round)`);
 console.log(`${'service'.padEnd(34)} ${'rows/s'.padStart(8)} ${'CPU µs/row'.padStart(11)}`);

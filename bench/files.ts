@@ -221,7 +221,7 @@ const best = (w: Workload) => runs[w].reduce((a, b) => (b.seconds < a.seconds ? 
 const mbps = (r: Run) => SIZE / 1e6 / r.seconds;
 const floor = mbps(best('floor'));
 console.log(
-  `\n${MEGABYTES} MB file, ${ROUNDS === 1 ? '1 round' : `best of ${ROUNDS} rounds`}; service: rowhouse serve as npm start runs it (${build ? 'the build in dist/' : 'src/ through tsx: npm run build for the compiled start'}), local storage in ${os.tmpdir()}\n`,
+  `\n${MEGABYTES} MB file, ${ROUNDS === 1 ? '1 round' : `best of ${ROUNDS} rounds`}; service: node bin/rowhouse.mjs serve (${build ? 'the build in dist/' : 'src/ through tsx: npm run build for the compiled start'}), local storage in ${os.tmpdir()}\n`,
 );
 console.log(`${'workload'.padEnd(48)} ${'seconds'.padStart(8)} ${'MB/s'.padStart(6)} ${'of floor'.padStart(9)} ${'service CPU s user+sys'.padStart(23)} ${'bench CPU s'.padStart(12)}`);
 const line = (name: string, w: Workload) => {

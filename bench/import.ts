@@ -257,7 +257,7 @@ const ratios = runs.service.map((r, k) => r.rowsPerSecond / runs.floor[k].rowsPe
 const ratio = s.rowsPerSecond / f.rowsPerSecond;
 console.log(
   `\n${postgres ? 'PostgreSQL' : 'SQLite'}: ${N} rows imported as one ${(bytes / 1e6).toFixed(0)} MB CSV file in one transaction, ${ROUNDS === 1 ? '1 round' : `best of ${ROUNDS} rounds`} after a ${WARMUP}-row warm-up; ` +
-    `service: rowhouse serve as npm start runs it (the build in dist/); ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+    `service: node bin/rowhouse.mjs serve (the build in dist/); ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
 );
 console.log(`service: change log ${process.env.ROWHOUSE_CHANGE_LOG === 'off' ? 'off (ROWHOUSE_CHANGE_LOG=off)' : 'on (the default)'}`);
 console.log(`client: generating the file alone takes ${generateSeconds.toFixed(1)} s (${(N / generateSeconds).toFixed(0)} rows/s) of this script's CPU\n`);

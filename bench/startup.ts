@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { BENCH_KEY, ROOT, cpuMs, freePort, launcherNodeOptions } from './support/processes.ts';
+import { BENCH_KEY, ROOT, cpuMs, freePort } from './support/processes.ts';
 
 const RUNS = Number(process.argv[2] ?? 11);
 const SETTLE_MS = 2000;
@@ -65,7 +65,7 @@ async function service(): Promise<Sample> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rowhouse-startup-'));
   try {
     const env = { ROWHOUSE_DATA_DIR: dir, ROWHOUSE_API_KEY: BENCH_KEY, ROWHOUSE_LOG_LEVEL: 'warn' };
-    return await launch([...launcherNodeOptions(), 'bin/rowhouse.mjs', 'serve'], env, await freePort(), '/api/tables', { 'x-api-key': BENCH_KEY });
+    return await launch(['bin/rowhouse.mjs', 'serve'], env, await freePort(), '/api/tables', { 'x-api-key': BENCH_KEY });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -105,7 +105,7 @@ const compare = (name: string, of: (s: Sample) => number): [string, number, numb
 ];
 const rows = [compare('first 200 after spawn (ms)', (s) => s.startMs), compare(`idle RSS after ${SETTLE_MS / 1000} s (MiB)`, (s) => s.rssMiB)];
 const cpu = compare('CPU to the first 200 (ms)', (s) => s.cpuMs);
-console.log(`${RUNS} launches each, medians (service: rowhouse serve as npm start runs it, GET /api/tables; floor: bench/floor-startup.cjs)`);
+console.log(`${RUNS} launches each, medians (service: node bin/rowhouse.mjs serve, GET /api/tables; floor: bench/floor-startup.cjs)`);
 console.log(`  service start ms: ${fmt(samples.service.map((s) => s.startMs), 0)}`);
 console.log(`  floor   start ms: ${fmt(samples.floor.map((s) => s.startMs), 0)}`);
 console.log(`  service RSS MiB:  ${fmt(samples.service.map((s) => s.rssMiB), 1)}`);

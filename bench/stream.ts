@@ -335,7 +335,7 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
     const p50 = quantile(fromCommit, 0.5);
     const p99 = quantile(fromCommit, 0.99);
 
-    console.log(`${postgres ? 'PostgreSQL' : 'SQLite'}: rowhouse serve as npm start runs it (the build of ${build.root}${BUILDS.length > 1 ? `, ${build.name}` : ''}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    console.log(`${postgres ? 'PostgreSQL' : 'SQLite'}: node bin/rowhouse.mjs serve (the build of ${build.root}${BUILDS.length > 1 ? `, ${build.name}` : ''}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     console.log(`${STREAMS} streams on one table; ${RATE} ${BULK === 1 ? 'single-row creates' : `rows created (bulk creates of ${BULK})`}/s asked for ${SECONDS} s: ${answered} answered 201 in ${writeSeconds.toFixed(1)} s (${(answered / writeSeconds).toFixed(0)}/s; sent over ${paceSeconds.toFixed(1)} s), ${failed} failed, at most ${mostInFlight} in flight`);
     console.log(`events delivered: ${events} (${answered} × ${STREAMS} = ${answered * STREAMS} expected), ${((reports.reduce((s, r) => s + r.bytes, 0) / 2 ** 20)).toFixed(0)} MiB`);
     const line = (label: string, h: Uint32Array, max = false) =>

@@ -1,10 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
-// node's options for the service are on the line above, where both `npm start` and `npx rowhouse`
-// (npm's link to this file) take them: run as `node bin/rowhouse.mjs`, it goes without them.
-// --max-semi-space-size=32: young-generation halves of 32 MiB (node's default 16), so the garbage
-// every request leaves is collected half as often; the collections cost the same whatever their
-// size, as long as what survives them is little: a get by id took 10-12% less CPU (docs/decisions.md,
-// "The young generation's size").
+#!/usr/bin/env node
 // Launcher: runs the build in dist/ (src/ bundled into one file by `npm run build`, and by `npm ci`
 // through the prepare script; see scripts/build.mjs), which answers its first request in about a
 // fifth of the time, and idles in a little over half the memory, of compiling the TypeScript at run

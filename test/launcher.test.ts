@@ -46,15 +46,6 @@ function launch(root: string) {
 }
 
 describe('bin/rowhouse.mjs', () => {
-  it('runs under the node options of its first line when run as a program, as `npm start` and `npx rowhouse` run it', () => {
-    const root = project({ 'dist/cli.js': "exports.main = async function main() { console.log(process.execArgv.join(' ')); };\n", 'dist/package.json': DIST_TYPE });
-    const r = spawnSync(path.join(root, 'bin/rowhouse.mjs'), ['serve'], { cwd: root, encoding: 'utf8', env: { PATH: process.env.PATH } });
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout, '--max-semi-space-size=32\n');
-    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
-    assert.equal(pkg.scripts.start, './bin/rowhouse.mjs serve', 'npm start runs the launcher as a program, under its first line');
-  });
-
   it('runs dist/ when the bundle is at least as new as every src/ file, and says nothing', () => {
     const root = project({ 'src/cli.ts': SRC_CLI, 'src/store/db.ts': '', 'dist/cli.js': DIST_CLI, 'dist/package.json': DIST_TYPE });
     touch(root, 'src/cli.ts', -60);

@@ -85,17 +85,6 @@ function requireBuild(root: string): void {
 }
 
 /**
- * node's options on the launcher's first line (`#!/usr/bin/env -S node …`), which `npm start` and
- * `npx rowhouse` run it with: a bench starts the service with them too.
- */
-export function launcherNodeOptions(root = ROOT): string[] {
-  const first = fs.readFileSync(path.join(root, 'bin/rowhouse.mjs'), 'utf8').split('\n', 1)[0];
-  const options = /^#!\/usr\/bin\/env -S node((?: +-[^ ]+)*) *$/.exec(first);
-  if (!options) throw new Error(`bin/rowhouse.mjs: a first line the benches cannot read: ${first}`);
-  return options[1].split(' ').filter(Boolean);
-}
-
-/**
  * The service as a user runs it: `rowhouse serve`, from the build (dist/), on a port of its own, at
  * its default log level (info: an access-log line per request, read from its stdout here as a log
  * collector would) unless `env` sets ROWHOUSE_LOG_LEVEL. `root`: the checkout whose build it runs
@@ -104,7 +93,7 @@ export function launcherNodeOptions(root = ROOT): string[] {
 export async function startService(env: Record<string, string>, root = ROOT, nodeArgs: string[] = []): Promise<Proc> {
   requireBuild(root);
   const port = await freePort();
-  return startProcess([...launcherNodeOptions(root), ...profiled(), ...nodeArgs, 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz', root);
+  return startProcess([...profiled(), ...nodeArgs, 'bin/rowhouse.mjs', 'serve'], { PORT: String(port), ROWHOUSE_API_KEY: BENCH_KEY, ...env }, port, '/healthz', root);
 }
 
 /** Peak resident memory of a process so far, from /proc (VmHWM), in MiB. */
