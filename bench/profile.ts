@@ -162,6 +162,8 @@ const paid =
 const bulkBody = JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) });
 let p = 0;
 const createBody = createBodies(ds, N);
+/** A bulk of 1,000 dataset rows, each linking a customer: every customer once (7919 is prime to 1,000), as bench/links.ts's bulks link 1,000 different ones. */
+const linkedBulkBody = () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) });
 const serviceRequests = {
   create: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth },
   // The same create with a fresh Idempotency-Key on each (bench/access.ts).
@@ -171,15 +173,14 @@ const serviceRequests = {
   linkbulk: {
     method: 'POST' as const,
     path: '/api/tables/linked/rows-bulk',
-    // Each bulk links every customer once (7919 is prime to 1,000), as bench/links.ts's bulks link 1,000 different ones.
-    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) }),
+    body: linkedBulkBody,
     headers: auth,
   },
   // The same bulks into a table whose link is one-way (no inverse), and into it without the link.
   onewaybulk: {
     method: 'POST' as const,
     path: '/api/tables/oneway/rows-bulk',
-    body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r, j) => ({ values: { ...r.values, customer: `cust-${(j * 7919) % 1000}` } })) }),
+    body: linkedBulkBody,
     headers: auth,
   },
   nolinkbulk: { method: 'POST' as const, path: '/api/tables/oneway/rows-bulk', body: () => JSON.stringify({ data: [...ds.rows(1000, 7)].map((r) => ({ values: r.values })) }), headers: auth },

@@ -174,8 +174,11 @@ export class IdempotencyStore {
     const { keyId, key, method, path, bodyHash } = request;
     const { createdAt, expiresAt } = this.times();
     const keyHash = keyHashOf(keyId, key);
-    // In KEPT_WITH_WRITE's order, then the hash (keptInsert).
-    return { sql: keptInsert, parameters: [keyId, key, method, path, bodyHash, answer.status, answer.contentType, createdAt, expiresAt, keyHash], forget: keptDelete, forgetParameters: [keyHash, keyId, key] };
+    // Named, not spread from a record (a spread costs several times as much on every keyed create); bound in KEPT_WITH_WRITE's order, then the hash (keptInsert).
+    const values: Record<(typeof KEPT_WITH_WRITE)[number], unknown> = { keyId, key, method, path, bodyHash, status: answer.status, contentType: answer.contentType, createdAt, expiresAt };
+    const parameters: unknown[] = KEPT_WITH_WRITE.map((column) => values[column]);
+    parameters.push(keyHash);
+    return { sql: keptInsert, parameters, forget: keptDelete, forgetParameters: [keyHash, keyId, key] };
   }
 
   /** The record of a request's answer, kept now until the time to live has passed. */
