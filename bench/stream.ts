@@ -54,6 +54,7 @@
 // its event loop). The p99 budget is then judged from the commit itself. A traced service keeps
 // every write's time (about 1 MB a second at 1,000 streams): judge memory on an untraced run.
 // BENCH_STREAM_NICE=n runs the counted clients at that niceness (they time nothing; see NICE).
+// BENCH_STREAM_CORES=split keeps the service on one core and everything else on the others (see SPLIT_CORES).
 //
 // Two builds side by side: BENCH_STREAM_BEFORE=<a checkout with its own build> (e.g. /work/main,
 // after `npm run build` there) runs each configuration on that checkout's build and on this one's,
@@ -67,7 +68,7 @@
 // usual ulimit -n (printed; at least 2 × streams + 200 needed).
 //
 //   npm run build && node --import tsx bench/stream.ts [streams=1000] [writes/s=1000] [seconds=30]
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -99,6 +100,21 @@ const TRACE = process.env.BENCH_STREAM_TRACE === '1';
  * machines would (the writer and the parsed clients keep their priority).
  */
 const NICE = Number(process.env.BENCH_STREAM_NICE ?? 0);
+/**
+ * BENCH_STREAM_CORES=split: the service (every thread) on the first core, the clients and the
+ * writer (this process) on the others (`taskset`), as if they ran on machines of their own: the
+ * service keeps one core whatever the clients do, and they cannot take it when its writes wake
+ * them. Without it every process may run on every core.
+ */
+const SPLIT_CORES = process.env.BENCH_STREAM_CORES === 'split';
+/** The machine's cores, counted before this process is pinned (its own affinity then shows one). */
+const CORES = os.cpus().length;
+/** Pins a process and its threads to the service's core, or to the others (BENCH_STREAM_CORES=split). */
+function pin(pid: number, side: 'service' | 'others'): void {
+  if (!SPLIT_CORES) return;
+  if (CORES < 2) throw new Error('BENCH_STREAM_CORES=split needs two cores or more');
+  execFileSync('taskset', ['-a', '-p', '-c', side === 'service' ? '0' : `1-${CORES - 1}`, String(pid)], { stdio: 'ignore' });
+}
 
 /** The builds measured: this checkout's, and another's beside it (BENCH_STREAM_BEFORE), BENCH_ROUNDS rounds of each. */
 const BEFORE = process.env.BENCH_STREAM_BEFORE;
@@ -183,6 +199,7 @@ process.exitCode = outcomes.every((o) => o.ok) ? 0 : 1;
 function clients(setup: ClientSetup): { child: ChildProcess; ask: <T>(message: unknown, answer: string) => Promise<T> } {
   const child = fork(new URL('./stream-clients.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   if (setup.role === 'counted' && NICE !== 0) os.setPriority(child.pid as number, NICE);
+  pin(child.pid as number, 'others');
   child.send({ type: 'setup', setup });
   const ask = <T>(message: unknown, answer: string) =>
     new Promise<T>((resolve, reject) => {
@@ -208,6 +225,8 @@ async function measure(STREAMS: number, RATE: number, SECONDS: number, build: Bu
   const traceArgs = TRACE ? ['--import', new URL('./support/stream-trace.mjs', import.meta.url).href] : [];
   const service = await startService(TRACE ? { ...env, BENCH_STREAM_TRACE_FILE: traceFile } : env, build.root, traceArgs);
   const pid = service.child.pid as number;
+  pin(pid, 'service');
+  pin(process.pid, 'others');
   const children: ChildProcess[] = [];
   try {
     await createBenchTable(service.url, 'bench', [{ code: 'sentAt', type: 'number' }]);
