@@ -3,7 +3,7 @@ import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
 import { ServiceError, invalid } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
-import { errorBody } from './error-body.ts';
+import { errorBody, serviceErrorBody } from './error-body.ts';
 import { type IdempotencyStore, type IdempotentRequest, type KeptAnswer, inFlight } from '../store/idempotency-store.ts';
 import { AnswerKeptByWrite, HeldTransaction } from '../store/request-transaction.ts';
 import type { AnswerWithWrite } from '../store/change-entries.ts';
@@ -340,8 +340,15 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
           return done(null, payload);
         }
         // The writes and their answer did not commit: neither is there, and the client may retry.
+        reply.header('content-type', 'application/json; charset=utf-8');
+        if (err instanceof ServiceError && err.code === 'idempotency_in_flight') {
+          // The key's record was taken at the commit (another request's with this key, or another
+          // key's of the same hash while it lives): the 409 of a key in flight, nothing written.
+          reply.code(409);
+          return done(null, JSON.stringify(serviceErrorBody(err)));
+        }
         request.log.error({ err }, 'committing a request with an Idempotency-Key failed');
-        reply.code(503).header('content-type', 'application/json; charset=utf-8');
+        reply.code(503);
         done(null, JSON.stringify(errorBody(503, 'The request could not be committed; nothing of it was kept: send it again')));
       },
     );

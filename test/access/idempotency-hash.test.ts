@@ -73,4 +73,34 @@ eachDatabase('Idempotency-Key: kept answers by the hash of their key', (kind) =>
     assert.equal(fresh.status, 201);
     assert.equal((await t.post('/api/tables/orders/rows', { values: { title: 'after' } }, withKey('after-upgrade'))).headers['idempotent-replayed'], 'true');
   });
+
+  it("never answers a key by another key's record of the same hash: a live one makes it a 409 that writes nothing, an expired one gives way", async () => {
+    // Another key's record under this key's hash (a collision of 64-bit hashes, made here).
+    const db = t.database.db;
+    const keyId = (await t.get('/api/api-keys/me')).body.id as string;
+    const plant = (key: string, expiresAt: string) =>
+      db
+        .insertInto('rh_idempotency')
+        .values({ keyHash: keyHashOf(keyId, key), keyId: 'another-api-key', key: 'another key', method: 'POST', path: '/api/tables/orders/rows', bodyHash: 'h', status: 201, contentType: 'application/json', body: '{"not":"yours"}', createdAt: expiresAt, expiresAt })
+        .execute();
+    const titles = async () => ((await t.get('/api/tables/orders/rows?pageSize=100')).body.data as { values: { title: string } }[]).map((r) => r.values.title);
+    await plant('collides', new Date(Date.now() + 3600_000).toISOString());
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const refused = await t.post('/api/tables/orders/rows', { values: { title: 'collided' } }, withKey('collides'));
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.body.error, 'Conflict');
+      assert.match(refused.body.message, /Idempotency-Key "collides"/);
+      assert.equal(refused.headers['idempotent-replayed'], undefined);
+    }
+    assert.ok(!(await titles()).includes('collided'), 'a refused create wrote its row');
+    await db.deleteFrom('rh_idempotency').where('key', '=', 'another key').execute();
+
+    await plant('gives-way', new Date(Date.now() - 1000).toISOString());
+    const ran = await t.post('/api/tables/orders/rows', { values: { title: 'ran' } }, withKey('gives-way'));
+    assert.equal(ran.status, 201, ran.text);
+    const replayed = await t.post('/api/tables/orders/rows', { values: { title: 'ran' } }, withKey('gives-way'));
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    assert.equal(replayed.text, ran.text);
+    assert.equal((await titles()).filter((title) => title === 'ran').length, 1);
+  });
 });
