@@ -80,19 +80,17 @@ function updatedWithEntries(table: TableDef, update: string, params: number): st
 /**
  * PostgreSQL: a single-row write (`write`, returning every column of the row it wrote, or a
  * create's and a delete's only its id; $1… its own parameters) and its entry in one statement. Its
- * number is taken only when the write returned its row, after the guard is held: the entry's
- * insert takes it from the join of the guard's CTE and the write's (as the multi-row statements
- * above do), and neither the number nor the record is a CTE of its own (each was materialised,
- * then scanned again: docs/decisions.md, "Write path per request", the patch on PostgreSQL).
- * Binds after the write's own: table id, the table's bits, occurredAt, member id, and for an
- * update or upsert the changed fields, for a create its record (rendered as the answer is: the
- * database need not render it, nor return the row). With `answer` (a create's), the request's
- * answer is inserted by the same statement, its body that record, its own values bound last: a
- * record of its key fails the insert, and the whole statement with it.
+ * number is taken only when the write returned its row, after the guard is held (the number's CTE
+ * reads the guard's). Binds after the write's own: table id, the table's bits, occurredAt, member
+ * id, and for an update or upsert the changed fields, for a create its record (rendered as the
+ * answer is: the database need not render it, nor return the row). With `answer` (a create's), the
+ * request's answer is inserted by the same statement, its body that record, its own values bound
+ * last: a record of its key fails the insert, and the whole statement with it.
  *
  * An update of a table whose rows can be made from their records (record-row.ts) returns only the
- * record the entry keeps (`rh_record`, what the entry's insert returns), rendered once for both:
- * not the row's columns, which the database would write out and node-postgres parse one by one.
+ * record the entry keeps (`rh_record`), rendered once for both: not the row's columns, which the
+ * database would write out and node-postgres parse one by one (docs/decisions.md, "Write path per
+ * request", the patch on PostgreSQL).
  */
 function withEntry(write: string, params: number, what: LoneWrite, table: TableDef, answer?: AnswerWithWrite): string {
   const [id, bits, at, member, fields] = [1, 2, 3, 4, 5].map((k) => `$${params + k}`);
@@ -100,14 +98,21 @@ function withEntry(write: string, params: number, what: LoneWrite, table: TableD
   const type = what.type === 'upsert' ? `case when ${inserted} then 'create' else 'update' end` : `'${what.type}'`;
   const changed = what.type === 'upsert' ? `case when ${inserted} then null else ${fields}::text end` : what.type === 'update' ? `${fields}::text` : 'null';
   const row = what.type === 'delete' ? 'null' : what.type === 'create' ? `${fields}::text` : recordJsonSql(table, 'w', postgresDialect);
+  const entries = `insert into rh_changes (${ENTRY_COLUMNS})`;
   const kept = answer && what.type === 'create' ? `k as (${answer.sql((i) => `$${params + 6 + i}`, fields)}),\n    ` : '';
-  const entry = `insert into rh_changes (${ENTRY_COLUMNS})
-      select ${id}::text, nextval('"${changeNumbers(table.id)}"'), ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from g, w`;
-  const answers = recordAnswers(what, table);
+  if (recordAnswers(what, table)) {
+    return `with w as (${write}),
+    ${guardCte(table.id, bits)},
+    n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
+    r as (select w."id", ${row} as rh_record from w),
+    e as (${entries} select ${id}::text, n.number, 'update', r."id", r.rh_record, ${changed}, ${at}::timestamptz, ${member}::text from r, n)
+    select r.rh_record from r`;
+  }
   return `with ${kept}w as (${write}),
     ${guardCte(table.id, bits)},
-    e as (${entry}${answers ? ' returning "row"' : ''})
-    ${answers ? 'select e."row" as rh_record from e' : 'select * from w'}`;
+    n as (select nextval('"${changeNumbers(table.id)}"') as number from w, g),
+    e as (${entries} select ${id}::text, n.number, ${type}, w."id", ${row}, ${changed}, ${at}::timestamptz, ${member}::text from w, n)
+    select * from w`;
 }
 
 /** Whether the statement of `what` (withEntry) returns the row's record alone (`rh_record`), rather than its columns. */
