@@ -4,7 +4,7 @@ import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
 import { systemJson } from '../domain/record-system-json.ts';
 import { holdsJsonText, rowRecord } from '../domain/row-record.ts';
-import { decodeLink, linkIds } from '../domain/field-types/link.ts';
+import { decodeLink, isLinkField, linkIds } from '../domain/field-types/link.ts';
 import type { Expanded, Expansion } from '../store/links/expand.ts';
 import type { Utf8Out } from './utf8-out.ts';
 
@@ -43,7 +43,7 @@ function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileL
     const v = raw[column];
     let text: string;
     // Only a link field is expanded: the other fields' values look nothing up.
-    const expansion = expanded === undefined || field.type !== 'link' ? undefined : expanded.get(field.id);
+    const expansion = expanded === undefined || !isLinkField(field) ? undefined : expanded.get(field.id);
     if (expansion !== undefined) {
       if (out !== undefined) {
         const name = values === '' && !written ? key : `,${key}`;
@@ -118,7 +118,7 @@ function writeExpanded(out: Utf8Out, value: unknown, expansion: Expansion, diale
  * answer however many of its rows link to it (a page of one customer's orders): its columns are
  * replaced by its text in the expansion itself. Kept in a WeakMap by expansion instead, every
  * answer's linked records survived the next scavenge (a WeakMap's table is old, its young entries
- * kept as if held): about 2.7 MB copied by each scavenge of a loop of expanded pages, against none
+ * kept as if held): about 2.7 MB copied by each scavenge of a loop of expanded pages, against 7 KB
  * (decisions.md, "Seventh round").
  */
 function expandedRecord(expansion: Expansion, id: string | null, dialect: Dialect): string | undefined {
