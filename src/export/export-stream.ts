@@ -7,7 +7,7 @@ import { type TextEncoder, textEncoder } from './encodings.ts';
 import { type RowFormatter, rowFormatter } from './formats.ts';
 import type { TableCatalog } from '../store/table-catalog.ts';
 import type { RawRow } from '../domain/row.ts';
-import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
+import { decodeLink, linkIds } from '../domain/field-types/link.ts';
 import { expandLinks } from '../store/links/expand.ts';
 
 /** What an export reads with. */
@@ -32,7 +32,6 @@ type Expander = (rows: unknown[][]) => Promise<((fieldId: string, value: unknown
 function expander(store: ExportStore, plan: ExportPlan): Expander {
   const { dialect } = store.database;
   const columns = plan.table.compiled.columns;
-  const multiple = new Map(plan.expand.map((f) => [f.id, linkOptions(f).multiple]));
   return async (rows) => {
     if (plan.expand.length === 0) return undefined;
     const raws = rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])) as RawRow);
@@ -44,7 +43,7 @@ function expander(store: ExportStore, plan: ExportPlan): Expander {
         const row = x.rows.get(id);
         return row === undefined ? [] : [typeof row === 'string' ? JSON.parse(row) : store.rows.toRecord(x.table, row)];
       });
-      return multiple.get(fieldId) ? records : (records[0] ?? null);
+      return x.multiple ? records : (records[0] ?? null);
     };
   };
 }

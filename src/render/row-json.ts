@@ -4,7 +4,7 @@ import type { TableDef } from '../domain/table.ts';
 import type { RawRow } from '../domain/row.ts';
 import { systemJson } from '../domain/record-system-json.ts';
 import { holdsJsonText, rowRecord } from '../domain/row-record.ts';
-import { decodeLink, linkIds, linkOptions } from '../domain/field-types/link.ts';
+import { decodeLink, isLinkField, linkIds } from '../domain/field-types/link.ts';
 import type { Expanded, Expansion } from '../store/links/expand.ts';
 import type { Utf8Out } from './utf8-out.ts';
 
@@ -42,19 +42,18 @@ function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileL
   for (const { key, column, type, nullJson, field } of table.compiled.fields) {
     const v = raw[column];
     let text: string;
-    const expansion = expanded === undefined ? undefined : expanded.get(field.id);
+    // Only a link field is expanded: the other fields' values look nothing up.
+    const expansion = expanded === undefined || !isLinkField(field) ? undefined : expanded.get(field.id);
     if (expansion !== undefined) {
-      const records = expandedRecords(v, expansion, dialect);
-      const multiple = linkOptions(field).multiple;
       if (out !== undefined) {
         const name = values === '' && !written ? key : `,${key}`;
         out.text(written ? values + name : recordHead(raw) + values + name);
-        writeList(out, records, multiple);
+        writeExpanded(out, v, expansion, dialect);
         values = '';
         written = true;
         continue;
       }
-      text = multiple ? `[${records.join(',')}]` : (records[0] ?? 'null');
+      text = expansion.multiple ? `[${expandedRecords(v, expansion, dialect).join(',')}]` : (expandedRecord(expansion, decodeLink(v, dialect) as string | null, dialect) ?? 'null');
     } else if (v === null || v === undefined) text = nullJson;
     else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
@@ -67,12 +66,6 @@ function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileL
 function recordHead(raw: RawRow): string {
   return `{"id":${JSON.stringify(raw.id)}${systemJson(raw.created_at, raw.updated_at, raw.created_by, raw.updated_by)}`;
 }
-
-/**
- * The records of an answer's expanded rows by id, each rendered once however many of its rows link
- * to it (a page of one customer's orders): one entry per expansion (per answer), not per linked row.
- */
-const expandedTexts = new WeakMap<Expansion, Map<string, string>>();
 
 /**
  * The record texts change entries were rendered with (ChangeLog's render, entryRecordJson), by
@@ -96,22 +89,22 @@ export function writtenRecordJson(table: TableDef, raw: RawRow, dialect: Dialect
 
 /** The records of an expanded link's value (CONTRACT §11), in link order: the linked rows' texts, their own links as ids (a row not read, gone: none). */
 function expandedRecords(value: unknown, expansion: Expansion, dialect: Dialect): string[] {
-  let texts = expandedTexts.get(expansion);
-  if (texts === undefined) expandedTexts.set(expansion, (texts = new Map()));
   const records: string[] = [];
   for (const id of linkIds(decodeLink(value, dialect))) {
-    const text = expandedRecord(expansion, texts, id, dialect);
+    const text = expandedRecord(expansion, id, dialect);
     if (text !== undefined) records.push(text);
   }
   return records;
 }
 
 /** An expanded value written to `out`: a multiple link's records as an array, a single link's one or null. */
-function writeList(out: Utf8Out, records: readonly string[], multiple: boolean): void {
-  if (!multiple) {
-    out.text(records[0] ?? 'null');
+function writeExpanded(out: Utf8Out, value: unknown, expansion: Expansion, dialect: Dialect): void {
+  if (!expansion.multiple) {
+    // A single link's value is one id (or none): no list made for it.
+    out.text(expandedRecord(expansion, decodeLink(value, dialect) as string | null, dialect) ?? 'null');
     return;
   }
+  const records = expandedRecords(value, expansion, dialect);
   out.text('[');
   for (let i = 0; i < records.length; i++) {
     if (i > 0) out.text(',');
@@ -120,15 +113,20 @@ function writeList(out: Utf8Out, records: readonly string[], multiple: boolean):
   out.text(']');
 }
 
-/** The record text of the expanded row `id` (undefined: not among the rows read), rendered once into `texts`. */
-function expandedRecord(expansion: Expansion, texts: Map<string, string>, id: string, dialect: Dialect): string | undefined {
-  let text = texts.get(id);
-  if (text === undefined) {
-    const row = expansion.rows.get(id);
-    if (row === undefined) return undefined;
-    text = typeof row === 'string' ? row : recordJson(expansion.table, row, dialect);
-    texts.set(id, text);
-  }
+/**
+ * The record text of the expanded row `id` (undefined: not among the rows read), rendered once per
+ * answer however many of its rows link to it (a page of one customer's orders): its columns are
+ * replaced by its text in the expansion itself. Kept in a WeakMap by expansion instead, every
+ * answer's linked records survived the next scavenge (a WeakMap's table is old, its young entries
+ * kept as if held): about 2.7 MB copied by each scavenge of a loop of expanded pages, against 7 KB
+ * (decisions.md, "Seventh round").
+ */
+function expandedRecord(expansion: Expansion, id: string | null, dialect: Dialect): string | undefined {
+  if (id === null) return undefined;
+  const row = expansion.rows.get(id);
+  if (row === undefined || typeof row === 'string') return row;
+  const text = recordJson(expansion.table, row, dialect);
+  expansion.rows.set(id, text);
   return text;
 }
 

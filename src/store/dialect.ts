@@ -5,6 +5,7 @@
  */
 import type { CompiledQuery, Kysely, QueryExecutorProvider, RawBuilder, SqlBool, sql } from 'kysely';
 import type { ColumnKind, ValueCodec } from '../domain/value-codec.ts';
+import type { RecordValueSql } from './record-value-sql.ts';
 import type { RawRow } from '../domain/row.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { AnswerWithWrite, EntryMaker, LoneWrite, PendingEntries } from './change-entries.ts';
@@ -25,8 +26,7 @@ export type Db = Kysely<any>;
 
 export type DialectName = 'sqlite' | 'postgres';
 
-/** A non-null column value's JSON text as SQL, by the kind of column that holds it (record-json-sql.ts). */
-export type RecordValueSql = Record<ColumnKind, (column: string) => string>;
+export type { RecordValueSql } from './record-value-sql.ts';
 
 /** Values are bound as the driver wants them, and read back, through the codec's methods. */
 export interface Dialect extends ValueCodec {

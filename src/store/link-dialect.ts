@@ -1,6 +1,7 @@
 import type { RawBuilder } from 'kysely';
 import type { FieldType } from '../domain/field-types/field-type.ts';
 import type { ColumnKind } from '../domain/value-codec.ts';
+import type { RecordValueSql } from './record-value-sql.ts';
 
 /**
  * What link maintenance and `expand` (store/links/, RowStore.followLinks) ask of each database
@@ -51,7 +52,7 @@ export interface LinkSql {
    * value the driver reads, for the kinds recordValueExact admits (and the system columns). Where
    * the change log's spelling (Dialect.recordValues) is already exact, the same (a RecordValueSql).
    */
-  exactRecordValues: Record<ColumnKind, (column: string) => string>;
+  exactRecordValues: RecordValueSql;
   /** What follows an edge table's column list in its CREATE TABLE (SQLite: WITHOUT ROWID, the primary key being the table). */
   edgeTableOptions: string;
 }

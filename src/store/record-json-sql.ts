@@ -15,13 +15,13 @@ import { TableMemo } from '../domain/compiled-table.ts';
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 /**
- * Parts joined with ||, as a balanced tree: SQLite refuses an expression nested more than 1,000
- * deep, which a chain of || over a table of a few hundred fields would be.
+ * Parts joined with ||, as a balanced tree (PostgreSQL's RecordValueSql.joined): a chain of || over
+ * a table of a few hundred fields would nest as deep.
  */
-function concat(parts: string[]): string {
+export function joinedByOperator(parts: readonly string[]): string {
   if (parts.length <= 8) return parts.join(' || ');
   const half = Math.ceil(parts.length / 2);
-  return `(${concat(parts.slice(0, half))}) || (${concat(parts.slice(half))})`;
+  return `(${joinedByOperator(parts.slice(0, half))}) || (${joinedByOperator(parts.slice(half))})`;
 }
 
 const expressions = new TableMemo('record JSON SQL expressions, by dialect, alias and system text', () => new Map<string, string>());
@@ -69,7 +69,7 @@ function recordSql(table: TableDef, alias: string, dialect: Dialect, system: str
       parts.push(literal(`${i === 0 ? '' : ','}${JSON.stringify(f.code)}:`), `coalesce(${value[f.type.column](c)}, ${literal(f.nullJson)})`);
     });
     parts.push(literal('}}'));
-    expr = concat(parts);
+    expr = value.joined(parts);
     made.set(key, expr);
   }
   return expr;

@@ -185,6 +185,66 @@ eachDatabase('links: expanded records', (kind) => {
     assert.ok(batch.text.includes(`"owner":${await gotText('contacts', 'c2')}`), batch.text);
   });
 
+  it('each answer reads its linked rows afresh: a linked row changed, unlinked or deleted between two pages (or two asks of one page) answers as its get does then', async () => {
+    for (const c of [
+      await t.post('/api/tables', { code: 'shops', name: 'Shops', fields: [{ code: 'title', type: 'text' }, { code: 'opened', type: 'date' }] }),
+      await t.post('/api/tables', { code: 'items', name: 'Items', fields: [{ code: 'label', type: 'text' }, { code: 'price', type: 'number' }] }),
+    ]) assert.equal(c.status, 201, c.text);
+    const sales = await t.post('/api/tables', {
+      code: 'sales',
+      name: 'Sales',
+      fields: [
+        { code: 'no', type: 'number', options: { indexed: true } },
+        { code: 'shop', type: 'link', options: { table: 'shops', inverse: { code: 'sales', multiple: true } } },
+        { code: 'items', type: 'link', options: { table: 'items', multiple: true, inverse: { code: 'sales', multiple: true } } },
+      ],
+    });
+    assert.equal(sales.status, 201, sales.text);
+    assert.equal((await t.post('/api/tables/shops/rows-bulk', { data: [{ id: 's1', values: { title: 'First', opened: '2020-01-31' } }, { id: 's2', values: { title: awkward } }] })).status, 201);
+    assert.equal((await t.post('/api/tables/items/rows-bulk', { data: [{ id: 'i1', values: { label: 'One', price: 2 } }, { id: 'i2', values: { label: 'Two', price: 0.5 } }] })).status, 201);
+    const made = await t.post('/api/tables/sales/rows-bulk', {
+      data: [
+        { id: 'v1', values: { no: 1, shop: 's1', items: ['i1', 'i2'] } },
+        { id: 'v2', values: { no: 2, shop: 's2', items: ['i2'] } },
+        { id: 'v3', values: { no: 3, shop: 's1', items: ['i2', 'i1'] } },
+        { id: 'v4', values: { no: 4, shop: 's2', items: [] } },
+      ],
+    });
+    assert.equal(made.status, 201, made.text);
+    const query = { expand: 'shop,items', pageSize: '2', sort: JSON.stringify([{ no: { direction: 'asc', nulls: 'nullsLast' } }]) };
+    /** The page's records, each linked value held to the text a get of the linked row answers now. */
+    async function check(text: string, rows: { shop: string | null; items: string[] }[]): Promise<void> {
+      let at = 0;
+      for (const r of rows) {
+        const shop = r.shop === null ? 'null' : await gotText('shops', r.shop);
+        const items = await Promise.all(r.items.map((id) => gotText('items', id)));
+        const expected = `"shop":${shop},"items":[${items.join(',')}]`;
+        const found = text.indexOf(expected, at);
+        assert.ok(found >= at, `${expected.slice(0, 200)}… in ${text.slice(at, at + 600)}`);
+        at = found + expected.length;
+      }
+    }
+    const first = await t.get('/api/tables/sales/rows', { query });
+    assert.equal(first.status, 200, first.text);
+    await check(first.text, [{ shop: 's1', items: ['i1', 'i2'] }, { shop: 's2', items: ['i2'] }]);
+    // Between the pages: s1 renamed, i1's price changed, i2 deleted (unlinked from every sale), v4 given s1.
+    assert.equal((await t.patch('/api/tables/shops/rows/s1', { values: { title: 'Renamed "s1"', opened: null } })).status, 200);
+    assert.equal((await t.patch('/api/tables/items/rows/i1', { values: { price: 1e21 } })).status, 200);
+    assert.equal((await t.delete('/api/tables/items/rows/i2')).status, 204);
+    assert.equal((await t.patch('/api/tables/sales/rows/v4', { values: { shop: 's1' } })).status, 200);
+    const next = await t.get(new URL(first.body.nextUrl as string).pathname + new URL(first.body.nextUrl as string).search);
+    assert.equal(next.status, 200, next.text);
+    assert.deepEqual((next.body.data as { id: string }[]).map((d) => d.id), ['v3', 'v4']);
+    await check(next.text, [{ shop: 's1', items: ['i1'] }, { shop: 's1', items: [] }]);
+    assert.equal(next.body.data[0].values.shop.values.title, 'Renamed "s1"');
+    assert.deepEqual(next.body.data[0].values.shop.values.sales, ['v1', 'v3', 'v4']);
+    // The first page asked again: the same rows, their linked records as they are now.
+    const again = await t.get('/api/tables/sales/rows', { query });
+    assert.equal(again.status, 200, again.text);
+    await check(again.text, [{ shop: 's1', items: ['i1'] }, { shop: 's2', items: [] }]);
+    assert.notEqual(again.text, first.text);
+  });
+
   it('jsonl exports carry the same records', async () => {
     const res = await t.app.inject({ method: 'GET', url: `/api/tables/deals/rows-export?${new URLSearchParams({ format: 'jsonl', encoding: 'utf8', newline: 'lf', expand: 'person,products' })}`, headers: { 'x-api-key': TEST_KEY } });
     assert.equal(res.statusCode, 200, res.body);

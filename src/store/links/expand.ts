@@ -12,11 +12,14 @@ import { exactRecordJsonSql } from '../record-json-sql.ts';
 /**
  * The rows an `expand`ed link field names, read once for a whole answer: its target table and those
  * rows by id, each as its columns, or as its record's JSON text where the database rendered it
- * (recordsInSql).
+ * (recordsInSql). The renderer replaces a row's columns by its text once it has rendered it
+ * (render/row-json.ts, expandedRecord): each linked row is rendered once per answer.
  */
 export interface Expansion {
   table: TableDef;
-  rows: ReadonlyMap<string, RawRow | string>;
+  /** Whether the field is a multiple link (its value an array of ids), else one id or none. */
+  multiple: boolean;
+  rows: Map<string, RawRow | string>;
 }
 
 /**
@@ -71,7 +74,7 @@ export async function expandLinks(database: Database, catalog: TableCatalog, row
       const part = await readRows(db, read.with(dialect.links.bindList([list.slice(i, i + PER_READ)])));
       for (const r of part as RawRow[]) found.set(r.id, rendered ? (r.record as string) : r);
     }
-    out.set(field.id, { table: target, rows: found });
+    out.set(field.id, { table: target, multiple: linkOptions(field).multiple, rows: found });
   }
   return out;
 }

@@ -1,4 +1,5 @@
 import type { RecordValueSql } from '../dialect.ts';
+import { joinedByOperator } from '../record-json-sql.ts';
 
 /** A non-null column value's JSON text, by the kind of column that holds it (record-json-sql.ts). */
 export const postgresRecordValues: RecordValueSql = {
@@ -13,4 +14,5 @@ export const postgresRecordValues: RecordValueSql = {
   date: (c) => `to_json(${c})::text`,
   time: (c) => `to_json(${c})::text`,
   json: (c) => `${c}::text`,
+  joined: joinedByOperator,
 };
