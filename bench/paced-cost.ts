@@ -13,7 +13,8 @@
 //    one before it is answered: the service's group commit takes several creates a commit), paced
 //    (R a second, one at a time, open loop) and paced in groups (RxK: R a second, K sent at once).
 //    CPU per create of the main thread (/proc/PID/task/PID/stat) and of the whole process (the
-//    checkpoint worker and libuv's threads too). The floor's paced/burst ratio is what the
+//    checkpoint worker and libuv's threads too); the service at its default log level (info: an
+//    access line per create). The floor's paced/burst ratio is what the
 //    platform charges an idle gap; the service's beyond it is ours.
 //   node --import tsx bench/paced-cost.ts [rounds=3] [creates per phase=2000] [phases=100,100x10,1000]
 // A paced phase sends min(creates per phase, R x 60) creates. Each side first takes a burst of
