@@ -1,12 +1,12 @@
 // Why a paced single-row create costs the service more CPU than one of a burst (issue 31: at
 // 1,000 creates a second, 0.74 ms of the main thread's CPU per create; in a burst, 0.40), and how
-// much of it is ours. Three comparisons, each side by side in alternating rounds, by CPU time
+// much of it is ours. Two comparisons, each side by side in alternating rounds, by CPU time
 // from /proc (a shared machine's load moves wall time, barely CPU time):
 // 1. The same work in this process, no HTTP and no service: parse a dataset row's JSON, insert it
 //    into a SQLite table (WAL, two indexes) and commit, stringify it. Back to back, then one unit
 //    per 1 ms and per 10 ms (setTimeout in between), the CPU time of the unit alone
 //    (process.cpuUsage around it) and its wall time. What an idle gap costs the same code
-//    (the machine's caches, the core's wake-up), whatever the service does.
+//    (what the gap leaves in the caches), whatever the service does.
 // 2. The service and the floor (bench/floor-server.ts: Fastify and one prepared insert, each
 //    create its own commit, no change log, no group commit) on the same table: single-row creates
 //    of whole dataset rows with fresh client ids, in a burst (10 connections, each sending as the
