@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { changeNumbers } from '../../src/domain/row-columns.ts';
 import { entriesAfter } from '../../src/store/change-log.ts';
 import { migrate } from '../../src/store/migrations.ts';
-import { TEST_KEY, type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { TEST_KEY, type TestApp, eachDatabase, expectError, freshTable, startApp } from '../support/harness.ts';
 
 /**
  * The change log and its feed (issue "Change events", items 1 and 2): one change per committed
@@ -25,18 +25,12 @@ interface Change {
 
 eachDatabase('changes: the log and its feed', (kind) => {
   let t: TestApp;
-  let seq = 0;
   before(async () => {
     t = await startApp(kind);
   });
   after(() => t.close());
 
-  async function table(): Promise<{ code: string; id: string }> {
-    const code = `c_${++seq}`;
-    const r = await t.post('/api/tables', { code, name: code, fields: [{ code: 'title', type: 'text' }, { code: 'n', type: 'number' }] });
-    assert.equal(r.status, 201, r.text);
-    return { code, id: r.body.id };
-  }
+  const table = () => freshTable(t, 'c', [{ code: 'title', type: 'text' }, { code: 'n', type: 'number' }]);
   async function feed(code: string, query: Record<string, string> = {}): Promise<{ data: Change[]; nextCursor: number }> {
     const r = await t.get(`/api/tables/${code}/changes`, { query });
     assert.equal(r.status, 200, r.text);

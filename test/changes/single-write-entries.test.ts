@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { type TestApp, eachDatabase, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, freshTable, startApp } from '../support/harness.ts';
 
 /**
  * Single-row writes and their change entries (on PostgreSQL one statement each: the write, its
@@ -20,18 +20,12 @@ interface Change {
 
 eachDatabase('changes: single-row writes and their entries', (kind) => {
   let t: TestApp;
-  let seq = 0;
   before(async () => {
     t = await startApp(kind);
   });
   after(() => t.close());
 
-  async function table(): Promise<string> {
-    const code = `s_${++seq}`;
-    const r = await t.post('/api/tables', { code, name: code, fields: [{ code: 'title', type: 'text' }, { code: 'amount', type: 'number' }, { code: 'meta', type: 'record' }] });
-    assert.equal(r.status, 201, r.text);
-    return code;
-  }
+  const table = async () => (await freshTable(t, 's', [{ code: 'title', type: 'text' }, { code: 'amount', type: 'number' }, { code: 'meta', type: 'record' }])).code;
   async function feed(code: string): Promise<Change[]> {
     const r = await t.get(`/api/tables/${code}/changes`, { query: { limit: '1000' } });
     assert.equal(r.status, 200, r.text);

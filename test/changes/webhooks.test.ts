@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DeliveryStore } from '../../src/events/delivery-store.ts';
 import { verifySignature } from '../../src/events/signature.ts';
-import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, expectError, freshTable, startApp } from '../support/harness.ts';
 import { WebhookReceiver as Receiver } from '../support/webhook-receiver.ts';
 import { until } from '../support/wire.ts';
 
@@ -16,19 +16,13 @@ const FAST = { ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: 'true', ROWHOUSE_WEBHOOK_RETRY_BA
 
 eachDatabase('webhooks: flows deliver changes', (kind) => {
   let t: TestApp;
-  let seq = 0;
   before(async () => {
     t = await startApp(kind, FAST, { webhookPollMs: 100 });
     t.app.webhooks.start();
   });
   after(() => t.close());
 
-  async function table(app = t): Promise<{ code: string; id: string }> {
-    const code = `w_${++seq}`;
-    const r = await app.post('/api/tables', { code, name: code, fields: [{ code: 'title', type: 'text' }, { code: 'n', type: 'number' }] });
-    assert.equal(r.status, 201, r.text);
-    return { code, id: r.body.id };
-  }
+  const table = (app = t) => freshTable(app, 'w', [{ code: 'title', type: 'text' }, { code: 'n', type: 'number' }]);
   async function flow(trigger: Record<string, unknown>, url: string, app = t): Promise<{ id: string; secret: string }> {
     const r = await app.post('/api/flows', { name: 'hook', enabled: true, definition: { trigger, webhook: { url, headers: { 'X-Custom': 'yes' } } } });
     assert.equal(r.status, 201, r.text);

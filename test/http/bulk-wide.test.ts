@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, allRows, eachDatabase, expectError, freshTable, startApp } from '../support/harness.ts';
 
 /**
  * A bulk create of 1,000 rows into a table of 60 fields: more rows than one multi-row VALUES
@@ -19,18 +19,12 @@ const valuesOf = (i: number) =>
 
 eachDatabase('rows: bulk create of a wide table', (kind) => {
   let t: TestApp;
-  let seq = 0;
   before(async () => {
     t = await startApp(kind);
   });
   after(() => t.close());
 
-  async function table(): Promise<string> {
-    const code = `wide_${++seq}`;
-    const r = await t.post('/api/tables', { code, name: code, fields: FIELDS });
-    assert.equal(r.status, 201, r.text);
-    return code;
-  }
+  const table = async () => (await freshTable(t, 'wide', FIELDS)).code;
 
   it('1,000 rows of 60 fields: answered in order as GET reads them, their create entries numbered in that order', async () => {
     const code = await table();

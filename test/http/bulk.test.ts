@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { type Reply, type TestApp, allRows, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type Reply, type TestApp, allRows, eachDatabase, expectError, freshTable, startApp } from '../support/harness.ts';
 
 /**
  * Bulk writes within one table (seed spec "Bulk"; CONTRACT §5, §7): POST /rows-bulk creates (with
@@ -24,7 +24,6 @@ const detailPaths = (body: Record<string, unknown>) => ((body.details ?? []) as 
 
 eachDatabase('rows: bulk create, update, delete', (kind) => {
   let t: TestApp;
-  let seq = 0;
 
   before(async () => {
     t = await startApp(kind);
@@ -32,12 +31,7 @@ eachDatabase('rows: bulk create, update, delete', (kind) => {
   after(() => t.close());
 
   /** A fresh table per test, so counts are exact. */
-  async function table(): Promise<string> {
-    const code = `bulk_${++seq}`;
-    const r = await t.post('/api/tables', { code, name: code, fields: FIELDS });
-    assert.equal(r.status, 201, r.text);
-    return code;
-  }
+  const table = async () => (await freshTable(t, 'bulk', FIELDS)).code;
   const bulkUrl = (code: string) => `/api/tables/${code}/rows-bulk`;
 
   const dump = (code: string): Promise<Row[]> => allRows(t, code);

@@ -204,6 +204,15 @@ export interface Getter {
   get(path: string): Promise<{ status: number; body: any; text: string }>;
 }
 
+let freshTables = 0;
+/** A table of the test's own (a new code each call: `prefix_n`), made with these fields: its code and id. */
+export async function freshTable(t: Pick<TestApp, 'post'>, prefix: string, fields: unknown[]): Promise<{ code: string; id: string }> {
+  const code = `${prefix}_${++freshTables}`;
+  const r = await t.post('/api/tables', { code, name: code, fields });
+  assert.equal(r.status, 201, r.text);
+  return { code, id: r.body.id as string };
+}
+
 /** Every row of a table in id order, read through the list API page by page (following nextUrl). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function allRows(t: Getter, table: string): Promise<Record<string, any>[]> {
