@@ -26,7 +26,7 @@ import http from 'node:http';
 import SqliteDatabase from 'better-sqlite3';
 import { median } from './support/rounds.ts';
 import { createBenchTable, dataset } from './support/dataset.ts';
-import { BENCH_KEY, benchDatabase, type Proc, startFloor, startService } from './support/processes.ts';
+import { BENCH_KEY, benchDatabase, cpuMs, type Proc, startFloor, startService } from './support/processes.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 3);
 const PER_PHASE = Number(process.argv[3] ?? 2000);
@@ -99,12 +99,8 @@ const values = [...ds.rows(10_000, 7)].map((r) => r.values);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 let next = 0;
 
-/** User+system CPU ticks (10 ms) of the process (`/proc/PID/stat`) and of its main thread (`task/PID`). */
-const ticks = (file: string) => {
-  const f = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
-const cpu = (pid: number) => ({ main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) });
+/** CPU ms so far of the process's main thread and of the whole process. */
+const cpu = (pid: number) => ({ main: cpuMs(pid, pid).total, all: cpuMs(pid).total });
 
 const create = (to: Target) =>
   new Promise<void>((resolve, reject) => {

@@ -53,7 +53,7 @@ function recordText(table: TableDef, raw: RawRow, dialect: Dialect, links: FileL
         written = true;
         continue;
       }
-      text = expansion.multiple ? `[${expandedRecords(v, expansion, dialect).join(',')}]` : (expandedRecord(expansion, decodeLink(v, dialect) as string | null, dialect) ?? 'null');
+      text = expansion.multiple ? `[${expandedRecords(v, expansion, dialect).join(',')}]` : singleExpanded(v, expansion, dialect);
     } else if (v === null || v === undefined) text = nullJson;
     else if (type.withLinks && links) text = JSON.stringify(type.withLinks(type.fromDb(v, dialect), (file) => links(file, table.id, raw.id)));
     else text = type.jsonFromDb ? type.jsonFromDb(v, dialect) : JSON.stringify(type.fromDb(v, dialect));
@@ -97,11 +97,15 @@ function expandedRecords(value: unknown, expansion: Expansion, dialect: Dialect)
   return records;
 }
 
+/** A single link's expanded value: its one id's record, or null (no list made for it). */
+function singleExpanded(value: unknown, expansion: Expansion, dialect: Dialect): string {
+  return expandedRecord(expansion, decodeLink(value, dialect) as string | null, dialect) ?? 'null';
+}
+
 /** An expanded value written to `out`: a multiple link's records as an array, a single link's one or null. */
 function writeExpanded(out: Utf8Out, value: unknown, expansion: Expansion, dialect: Dialect): void {
   if (!expansion.multiple) {
-    // A single link's value is one id (or none): no list made for it.
-    out.text(expandedRecord(expansion, decodeLink(value, dialect) as string | null, dialect) ?? 'null');
+    out.text(singleExpanded(value, expansion, dialect));
     return;
   }
   const records = expandedRecords(value, expansion, dialect);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { TEST_KEY, uploadFile } from '../support/harness.ts';
+import { until } from '../support/wire.ts';
 import { type ConsoleSession, assertAccessible, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
@@ -289,9 +290,7 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     await row('r5').waitFor({ state: 'detached' });
     const expected = await listed({ filter: filterParam, sort: [{ amount: { direction: 'desc', nulls: 'nullsFirst' } }] });
     // The grid empties while the filtered page loads (r5 goes first): wait for the page to be drawn, then compare.
-    await page
-      .waitForFunction((want) => [...document.querySelectorAll('[role=grid] [role=row] .id-cell span')].map((e) => e.textContent).join(' ') === want.join(' '), expected, { timeout: 5000 })
-      .catch(() => undefined);
+    await until('the filtered page drawn', async () => JSON.stringify(await ids()) === JSON.stringify(expected), 5000).catch(() => undefined);
     assert.deepEqual(await ids(), expected);
     assert.ok(expected.length >= 2 && !expected.includes('r5'));
 
