@@ -108,6 +108,14 @@ export const gridRow = (page: Page, id: string): Locator =>
 /** A cell of that row: column 0 is the checkbox, 1 the id, then the table's fields in order. */
 export const gridCell = (page: Page, id: string, column: number): Locator => gridRow(page, id).getByRole('gridcell').nth(column);
 
+/**
+ * Waits until the cell shows `text` as saved: a cell being written shows the text typed at once,
+ * marked aria-busy until the service has answered; only then does the service hold it.
+ */
+export async function cellSaved(cell: Locator, text: RegExp): Promise<void> {
+  await cell.filter({ hasText: text }).and(cell.page().locator('[role="gridcell"]:not([aria-busy])')).waitFor();
+}
+
 /** What describes an element to a screen reader: the text of the elements its aria-describedby names, in order. */
 export async function describedBy(element: Locator): Promise<string> {
   const ids = ((await element.getAttribute('aria-describedby')) ?? '').split(/\s+/).filter((id) => id !== '');

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { TEST_KEY } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, describedBy, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, cellSaved, describedBy, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The console's administration (issue 32, item 7; CONTRACT §12, §15): API keys, flows and their
@@ -258,7 +258,7 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await page.keyboard.press('Enter');
     await page.getByLabel('Title, row n1').fill('By the writer');
     await page.getByLabel('Title, row n1').press('Enter');
-    await cell.filter({ hasText: /^By the writer$/ }).waitFor();
+    await cellSaved(cell, /^By the writer$/);
     assert.equal((await api('/api/tables/notes/rows/n1')).values.title, 'By the writer');
     await assertAccessible(page, 'the grid of a key writing rows of one table');
 
@@ -479,7 +479,13 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await page.getByRole('button', { name: 'Revoke API key Reader' }).click();
     await page.getByRole('dialog', { name: 'Revoke API key Reader?' }).getByRole('button', { name: 'Revoke key' }).click();
     await itemRow('Reader').filter({ hasText: 'revoked' }).waitFor();
-    assert.equal((await s.t.get('/api/tables', { key: readerKey })).status, 401);
+    const refused = await s.t.get('/api/tables', { key: readerKey });
+    if (refused.status !== 401) {
+      // Seen once in CI (a 200) and not reproduced since: say what the service held and when.
+      const stored = ((await api('/api/api-keys')).data as any[]).find((k) => k.name === 'Reader');
+      const again = (await s.t.get('/api/tables', { key: readerKey })).status;
+      assert.fail(`a revoked key answered ${refused.status} (then ${again}): revokedAt ${stored?.revokedAt}, the test's clock ${new Date().toISOString()}`);
+    }
 
     await page.getByRole('button', { name: 'Delete API key Reader' }).click();
     await page.getByRole('dialog', { name: 'Delete API key Reader?' }).getByRole('button', { name: 'Delete API key' }).click();

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import iconv from 'iconv-lite';
 import { TEST_KEY } from '../support/harness.ts';
-import { type ConsoleSession, assertAccessible, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, cellSaved, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The console's second part (issue 32): live updates from the change stream, links, row history,
@@ -79,7 +79,7 @@ describe('console: live, links, insight, files, import and export in headless Ch
     await page.keyboard.press('Enter');
     assert.equal(await page.getByLabel('Title, row t1').inputValue(), 'Mine');
     await page.getByLabel('Title, row t1').press('Enter');
-    await cell('t1', 2).filter({ hasText: /^Mine$/ }).waitFor();
+    await cellSaved(cell('t1', 2), /^Mine$/);
     assert.equal((await s.t.get('/api/tables/tasks/rows/t1')).body.values.title, 'Mine');
   });
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { TEST_KEY, uploadFile } from '../support/harness.ts';
 import { until } from '../support/wire.ts';
-import { type ConsoleSession, assertAccessible, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
+import { type ConsoleSession, assertAccessible, cellSaved, gridCell, gridRow, noBrowser, signIn, startConsole } from './browser.ts';
 
 /**
  * The browser console (issue 32, CONTRACT §15) in headless Chromium against a real listening
@@ -177,7 +177,7 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     const editor = page.getByLabel('Amount, row r1');
     await editor.fill('42');
     await editor.press('Enter');
-    await cell('r1', 3).filter({ hasText: /^42$/ }).waitFor();
+    await cellSaved(cell('r1', 3), /^42$/);
     assert.equal((await api('/api/tables/orders/rows/r1')).values.amount, 42);
   });
 
@@ -197,7 +197,7 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     await page.keyboard.press('Enter');
     await page.getByLabel('Amount, row r4').fill('13');
     await page.getByLabel('Amount, row r4').press('Enter');
-    await cell('r4', 3).filter({ hasText: /^13$/ }).waitFor();
+    await cellSaved(cell('r4', 3), /^13$/);
     assert.equal(await cell('r4', 3).getAttribute('aria-invalid'), null);
   });
 
@@ -326,7 +326,7 @@ describe('console: tables and the grid in headless Chromium [sqlite]', { skip },
     await title.waitFor();
     await page.keyboard.type('yz');
     await page.keyboard.press('Tab');
-    await cell('r4', 2).filter({ hasText: /^Xyz$/ }).waitFor();
+    await cellSaved(cell('r4', 2), /^Xyz$/);
     assert.equal((await api('/api/tables/orders/rows/r4')).values.title, 'Xyz');
     // Tab moved to Amount: Escape leaves it as it was.
     await page.keyboard.press('Enter');

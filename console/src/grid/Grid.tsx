@@ -488,6 +488,7 @@ const GridRow = memo(function GridRow({ row, index, start, template, fields, sel
             key={f.code}
             className={`cell type-${f.type}${error ? ' invalid' : ''}${inBlock(c) ? ' in-block' : ''}`}
             aria-invalid={error ? true : undefined}
+            aria-busy={waiting !== undefined ? true : undefined}
             aria-describedby={error ? errorId : undefined}
             onDoubleClick={() => actions.current.startEdit({ r: index, c })}
           >
