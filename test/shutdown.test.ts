@@ -212,7 +212,12 @@ describe('shutdown under load', { concurrency: 1 }, () => {
       const poll = fetch(`${s.base}/api/tables/big/changes?wait=30&after=${latest}`, { headers: { 'x-api-key': KEY } }).then(async (r) => ({ status: r.status, body: await r.json() }));
       // Writers busy on their own connections when the SIGTERM comes.
       const traffic = writers(s.base, 'w', 6);
+      // At least a second of them, and a dozen answered (a loaded machine answers fewer a second).
       await sleep(1000);
+      for (const until = Date.now() + 30_000; traffic.writes.filter((w) => w.status === 201).length < 12; await sleep(50)) {
+        assert.ok(Date.now() < until, 'a dozen writes answered before the SIGTERM');
+      }
+      await sleep(250);
 
       const termAt = Date.now();
       s.child.kill('SIGTERM');

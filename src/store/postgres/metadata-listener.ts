@@ -48,6 +48,8 @@ export class MetadataListener {
   private retry: NodeJS.Timeout | undefined;
   /** Channels also listened on over this connection (change-signals.ts), each with what hears it: a payload, or null when listening (re)starts. */
   private readonly channels = new Map<string, (payload: string | null) => void>();
+  /** The last statement sent on the listening connection (inTurn). */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly driver: typeof pg,
@@ -66,7 +68,7 @@ export class MetadataListener {
   /** Also listens on `channel` (a plain identifier) over this connection, from now on; starts listening. */
   listen(channel: string, heard: (payload: string | null) => void): void {
     this.channels.set(channel, heard);
-    if (this.listening) this.client?.query(`listen ${channel}`).catch(() => {});
+    if (this.listening && this.client) this.inTurn(this.client, `listen ${channel}`).catch(() => {});
     this.current();
   }
 
@@ -75,7 +77,18 @@ export class MetadataListener {
    * nothing while not listening (a listener is then looking on its own: change-signals.ts).
    */
   async notify(channel: string, payload: string): Promise<void> {
-    if (this.listening) await this.client?.query('select pg_notify($1, $2)', [channel, payload]);
+    if (this.listening && this.client) await this.inTurn(this.client, 'select pg_notify($1, $2)', [channel, payload]);
+  }
+
+  /**
+   * A statement on the listening connection after the ones sent before it have answered: the
+   * notifications of several tables are sent at once, and pg only queues a second query on a busy
+   * client as a deprecated courtesy (pg 9 refuses it).
+   */
+  private inTurn(client: pg.Client, text: string, values?: unknown[]): Promise<unknown> {
+    const run = this.turn.then(() => client.query(text, values));
+    this.turn = run.catch(() => {});
+    return run;
   }
 
   /** This instance committed a metadata change: its own next request must not see the old state. */
