@@ -65,6 +65,23 @@ eachDatabase('links: the contract, audited', (kind) => {
     assert.equal((await t.get(`/api/tables/${people}/rows/p1`)).body.values.desk, 'd1');
   });
 
+  it('a value that is no row id is refused saying what was written: the string itself, or its kind', async () => {
+    const s = await shop(t);
+    const before = await snapshot(t, s.customers, s.orders);
+    const refused = async (table: string, values: Record<string, unknown>) => {
+      const body = expectError(await t.post(`/api/tables/${table}/rows`, { values }), 400);
+      return (body.details as { path: string; message: string }[]).map((d) => `${d.path}: ${d.message}`);
+    };
+    const id = 'a row id (1 to 128 of A-Z a-z 0-9 _ . : @ -)';
+    assert.deepEqual(await refused(s.orders, { customer: '' }), [`values.customer: must be ${id} or null, not ""`]);
+    assert.deepEqual(await refused(s.orders, { customer: 'has space' }), [`values.customer: must be ${id} or null, not "has space"`]);
+    assert.deepEqual(await refused(s.orders, { customer: { id: 'c1' } }), [`values.customer: must be ${id} or null, not an object`]);
+    assert.deepEqual(await refused(s.customers, { orders: ['o1', '/x'] }), [`values.orders: [1] must be ${id}, not "/x"`]);
+    assert.deepEqual(await refused(s.customers, { orders: [{ id: 'o1' }] }), [`values.orders: [0] must be ${id}, not an object`]);
+    assert.deepEqual(await refused(s.customers, { orders: { id: 'o1' } }), ['values.orders: must be an array of row ids (a multiple link), not an object']);
+    assert.deepEqual(await snapshot(t, s.customers, s.orders), before);
+  });
+
   it('deleting a table a one-way link points at: the 409 names the fields and the tables by their codes', async () => {
     const s = await shop(t);
     const notes = await freshTable(t, 'notes', [{ code: 'about', type: 'link', options: { table: s.customers, multiple: true } }]);
