@@ -82,6 +82,21 @@ eachDatabase('links: the contract, audited', (kind) => {
     assert.deepEqual(await snapshot(t, s.customers, s.orders), before);
   });
 
+  it('_eq or _has null on a link answers as on any column: use {"_isNull": true}', async () => {
+    const s = await shop(t);
+    const hint = 'cannot be null; use {"_isNull": true}';
+    for (const [table, code, op] of [[s.orders, 'customer', '_eq'], [s.orders, 'customer', '_has'], [s.customers, 'orders', '_has']]) {
+      const filter = { values: { [code]: { [op]: null } } };
+      const list = expectError(await t.get(`/api/tables/${table}/rows`, { query: { filter } }), 400);
+      assert.deepEqual(list.details, [{ path: `filter.values.${code}.${op}`, message: hint }]);
+      const aggregate = expectError(await t.get(`/api/tables/${table}/rows-aggregate`, { query: { filter } }), 400);
+      assert.deepEqual(aggregate.details, [{ path: `filter.values.${code}.${op}`, message: hint }]);
+    }
+    // Nested in a link filter too.
+    const nested = expectError(await t.get(`/api/tables/${s.lines}/rows`, { query: { filter: { values: { order: { _some: { values: { customer: { _eq: null } } } } } } } }), 400);
+    assert.deepEqual(nested.details, [{ path: 'filter.values.order._some.values.customer._eq', message: hint }]);
+  });
+
   it('deleting a table a one-way link points at: the 409 names the fields and the tables by their codes', async () => {
     const s = await shop(t);
     const notes = await freshTable(t, 'notes', [{ code: 'about', type: 'link', options: { table: s.customers, multiple: true } }]);
