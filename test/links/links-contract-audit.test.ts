@@ -97,6 +97,25 @@ eachDatabase('links: the contract, audited', (kind) => {
     assert.deepEqual(nested.details, [{ path: 'filter.values.order._some.values.customer._eq', message: hint }]);
   });
 
+  it('a link field made required is refused for what it is (a link), whether or not rows hold null in it', async () => {
+    const s = await shop(t);
+    await t.post(`/api/tables/${s.customers}/rows`, { id: 'c1', values: {} });
+    await t.post(`/api/tables/${s.orders}/rows-bulk`, { data: [{ id: 'o1', values: { customer: 'c1' } }, { id: 'o2', values: {} }] });
+    const fields = (await t.get(`/api/tables/${s.orders}`)).body.fields as { code: string }[];
+    const required = fields.map((f) => (f.code === 'customer' ? { ...f, required: true } : f));
+    const expected = [{ path: 'fields[1].required', message: 'a link field cannot be required (its links go when the rows they name are deleted)' }];
+    assert.deepEqual(expectError(await t.put(`/api/tables/${s.orders}`, { fields: required }), 400).details, expected);
+    // o2 linked too: no row holds null, still refused, the same way.
+    assert.equal((await t.patch(`/api/tables/${s.orders}/rows/o2`, { values: { customer: 'c1' } })).status, 200);
+    assert.deepEqual(expectError(await t.put(`/api/tables/${s.orders}`, { fields: required }), 400).details, expected);
+    // A new required link field on a table with rows: the same answer.
+    const added = [...fields, { code: 'seller', type: 'link', required: true, options: { table: s.customers } }];
+    assert.deepEqual(expectError(await t.put(`/api/tables/${s.orders}`, { fields: added }), 400).details, [
+      { path: 'fields[3].required', message: 'a link field cannot be required (its links go when the rows they name are deleted)' },
+    ]);
+    assert.deepEqual((await t.get(`/api/tables/${s.orders}`)).body.fields, fields);
+  });
+
   it('deleting a table a one-way link points at: the 409 names the fields and the tables by their codes', async () => {
     const s = await shop(t);
     const notes = await freshTable(t, 'notes', [{ code: 'about', type: 'link', options: { table: s.customers, multiple: true } }]);
