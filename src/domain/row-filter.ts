@@ -128,6 +128,7 @@ class Parser {
     const ops = `_has, _some, _none, _every, _isNull${multiple ? '' : ', _eq'}`;
     if (op === '_eq' && multiple) return this.problem(path, `_eq is for a single link; ${target.key} is a multiple link: use _has`);
     if (op === '_eq' || op === '_has') {
+      if (value === null) return this.problem(path, `cannot be null; use {"_isNull": true}`);
       if (typeof value !== 'string' || !ROW_ID.test(value)) return this.problem(path, 'must be a row id');
       return { kind: 'link', target, table, mode: 'linksTo', id: value };
     }

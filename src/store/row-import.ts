@@ -190,9 +190,21 @@ export class RowImporter {
     if (!(err instanceof ServiceError) || err.code === 'internal' || err.code === 'unavailable') return false;
     const line = (err as { importLine?: number }).importLine ?? (chunk.length === 1 ? chunk[0].line : undefined);
     if (line === undefined) return false;
-    problem(line, err.code === 'row_exists' ? 'id' : '', err.message);
+    problem(line, ...lineProblem(err));
     return true;
   }
+}
+
+/**
+ * A row's failure in the database as its line's column and message: an id that exists is the `id`
+ * column's; an error about one of the row's values (a link to no row, a second link on a single
+ * side of a pair) is that field's column, with its own message, as the checks before the write name them.
+ */
+function lineProblem(err: ServiceError): [column: string, message: string] {
+  if (err.code === 'row_exists') return ['id', err.message];
+  const detail = err.details?.length === 1 ? err.details[0] : undefined;
+  if (detail?.path.startsWith('values.')) return [detail.path.slice('values.'.length), detail.message];
+  return ['', err.message];
 }
 
 /** Ends an atomic import's transaction (rolling it back) once its problems are counted. */

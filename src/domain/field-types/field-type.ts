@@ -108,4 +108,4 @@ export const jsonColumn = {
 export const jsonTextFromDb = (raw: unknown): string => (typeof raw === 'string' ? raw : JSON.stringify(raw));
 
 export const describe = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;

@@ -59,6 +59,9 @@ export function decodeLink(raw: unknown, codec: ValueCodec): unknown {
 
 const ROW_ID_MESSAGE = 'a row id (1 to 128 of A-Z a-z 0-9 _ . : @ -)';
 
+/** What was written instead of a row id: a string is quoted (the empty one too), anything else named by its kind. */
+const notAnId = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value) : describe(value));
+
 export const linkType: FieldType = {
   name: 'link',
   column: 'json',
@@ -85,13 +88,13 @@ export const linkType: FieldType = {
   },
   parse(value, field) {
     if (!linkOptions(field).multiple) {
-      return typeof value === 'string' && ROW_ID.test(value) ? ok(value) : fail(`must be ${ROW_ID_MESSAGE} or null, not ${describe(value)}`);
+      return typeof value === 'string' && ROW_ID.test(value) ? ok(value) : fail(`must be ${ROW_ID_MESSAGE} or null, not ${notAnId(value)}`);
     }
     if (!Array.isArray(value)) return fail(`must be an array of row ids (a multiple link), not ${describe(value)}`);
     if (value.length > MAX_LINKS_WRITTEN) return fail(`holds more than ${MAX_LINKS_WRITTEN} ids`);
     const seen = new Set<string>();
     for (const [i, id] of value.entries()) {
-      if (typeof id !== 'string' || !ROW_ID.test(id)) return fail(`[${i}] must be ${ROW_ID_MESSAGE}, not ${describe(id)}`);
+      if (typeof id !== 'string' || !ROW_ID.test(id)) return fail(`[${i}] must be ${ROW_ID_MESSAGE}, not ${notAnId(id)}`);
       if (seen.has(id)) return fail(`[${i}] repeats id ${id}: each linked row appears once`);
       seen.add(id);
     }

@@ -253,6 +253,8 @@ export async function planLinkFields(
 export async function deleteTableLinks(tx: Db, dialect: Dialect, tableId: string): Promise<void> {
   const meta = tx as MetaDb;
   const own = (await loadFields(meta, dialect, [tableId])).get(tableId) ?? [];
+  // Its code, read now: by the commit its row is gone.
+  const name = (await meta.selectFrom('rh_tables').select('code').where('id', '=', tableId).executeTakeFirst())?.code ?? tableId;
   const dropped = new Set<string>();
   for (const f of own.filter(isLinkField)) {
     const o = linkOptions(f);
@@ -268,7 +270,15 @@ export async function deleteTableLinks(tx: Db, dialect: Dialect, tableId: string
   beforeCommit(tx, async () => {
     const blocking = (await loadIncomingLinks(meta, dialect, tableId)).filter((l) => l.tableId !== tableId);
     if (blocking.length === 0) return;
-    const names = blocking.map((l) => `${l.field.code} of table ${l.tableId}`).join(', ');
-    throw new ServiceError('in_use', `table ${tableId} is the target of link fields ${names}; remove them first`, blocking.map((l) => ({ path: l.tableId, message: `field ${l.field.code} links to this table` })));
+    // Tables named as users know them: by code where they have one (as the restrict 409 does).
+    const ids = blocking.map((l) => l.tableId);
+    const codes = new Map((await meta.selectFrom('rh_tables').select(['id', 'code']).where('id', 'in', ids).execute()).map((r) => [r.id, r.code ?? r.id]));
+    const nameOf = (id: string) => codes.get(id) ?? id;
+    const names = blocking.map((l) => `${l.field.code} of table ${nameOf(l.tableId)}`).join(', ');
+    throw new ServiceError(
+      'in_use',
+      `table ${name} is the target of link fields ${names}; remove them first`,
+      blocking.map((l) => ({ path: `${nameOf(l.tableId)}.${l.field.code}`, message: `field ${l.field.code} of table ${nameOf(l.tableId)} (${l.tableId}) links to this table` })),
+    );
   });
 }

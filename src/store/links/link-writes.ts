@@ -238,7 +238,7 @@ export class LinkWrites {
     if (!paired) return;
     const partner = target.fields.find((f) => f.id === options.inverseField);
     if (!partner) throw new ServiceError('schema_changed', `table ${target.id} changed while the request ran; send it again`);
-    if (!linkOptions(partner).multiple) await this.singleSideHolds(tx, table, field, edges, partner, [...added.keys()]);
+    if (!linkOptions(partner).multiple) await this.singleSideHolds(tx, table, field, edges, partner, added, writes, at);
     // The other field of the pair follows on every target row whose links changed: appended in
     // order, removed where gone, by the database from the value the row holds (RowStore.followLinks).
     // Rows of the same table that wrote the other field themselves may hold ids added here already.
@@ -247,15 +247,35 @@ export class LinkWrites {
     await rows.followLinks(tx, target, partner, follow, ctx);
   }
 
-  /** A single side of a pair links to at most one row: a second link is refused (409), never moved silently. */
-  private async singleSideHolds(tx: Db, table: TableDef, field: FieldDef, edges: EdgeSide, partner: FieldDef, targets: string[]): Promise<void> {
+  /**
+   * A single side of a pair links to at most one row: a second link is refused (409), never moved
+   * silently. The refusal is placed (`at`) on the row written that made the second link (of two
+   * written together, the later one), naming the field written, the row linked and the one it
+   * already links to.
+   */
+  private async singleSideHolds(
+    tx: Db,
+    table: TableDef,
+    field: FieldDef,
+    edges: EdgeSide,
+    partner: FieldDef,
+    added: ReadonlyMap<string, string[]>,
+    writes: readonly { k: number; item: WrittenRow; ids: string[] }[],
+    at: (k: number, err: ServiceError) => unknown,
+  ): Promise<void> {
     const seen = new Map<string, string>();
-    for (const e of await this.edgesBy(tx, table, field, edges, 'other', targets.sort())) {
+    for (const e of await this.edgesBy(tx, table, field, edges, 'other', [...added.keys()].sort())) {
       const first = seen.get(e.other);
       if (first !== undefined) {
-        throw new ServiceError('in_use', `row ${e.other} already links to row ${first} in field ${partner.code}, which holds one link; unlink it there first`, [
-          { path: partner.code, message: `row ${e.other} links to ${first}` },
+        // The rows that link to it now (`added`: in the order written) and were written so.
+        const linkedNow = added.get(e.other) ?? [];
+        const rows = [first, e.mine].filter((id) => linkedNow.includes(id));
+        const culprit = writes.filter((w) => rows.includes(w.item.id)).at(-1);
+        const other = culprit && culprit.item.id === e.mine ? first : e.mine;
+        const err = new ServiceError('in_use', `row ${e.other} already links to row ${other} in field ${partner.code}, which holds one link; unlink it there first`, [
+          { path: `values.${field.code}`, message: `row ${e.other} already links to row ${other} in field ${partner.code}` },
         ]);
+        throw culprit ? at(culprit.k, err) : err;
       }
       seen.set(e.other, e.mine);
     }

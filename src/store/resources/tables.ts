@@ -6,6 +6,7 @@ import { schemaDetails, schemaValidator, type Validator } from '../../domain/jso
 import { type ErrorDetail, invalid } from '../../domain/errors.ts';
 import type { Db } from '../database.ts';
 import { isFileField } from '../../domain/field-types/file.ts';
+import { isLinkField } from '../../domain/field-types/link.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import type { Dialect } from '../dialect.ts';
 import { FIELD_CODE, RESERVED_FIELD_CODES, TABLE_CODE, isUuid } from '../../domain/codes.ts';
@@ -151,7 +152,8 @@ async function requiredProblems(tx: Db, tableId: string, plan: FieldPlan): Promi
   const { changes } = plan;
   const problems: ErrorDetail[] = [];
   for (const f of changes.nullability) {
-    if (!f.required) continue;
+    // A link field is never required, null or not: the link plan says so (planLinkFields).
+    if (!f.required || isLinkField(f)) continue;
     const path = `fields[${plan.index.get(f.id)}].required`;
     const isNew = changes.added.includes(f);
     if (isNew ? await hasRows(tx, tableId) : await hasNulls(tx, tableId, f)) {
