@@ -4,7 +4,6 @@ import type { Config } from './config.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, onMaxParamLength } from './http/error-handler.ts';
 import { installAccessLog } from './http/access-log.ts';
 import { standardOutputLog } from './http/log-destination.ts';
-import { requestLogger } from './http/request-logger.ts';
 import { installBodyDepthLimit } from './http/body-depth.ts';
 import { installBodyHandling } from './http/request-bodies.ts';
 import { decoratePrincipal } from './http/auth.ts';
@@ -74,8 +73,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Fastify's own two lines per request (with whole request and response objects) halve throughput:
     // access-log.ts writes one small line instead, and only at info.
     logController: new LogController({ disableRequestLogging: true }),
-    // A request's pino child is made only when something logs through it (http/request-logger.ts).
-    childLoggerFactory: requestLogger,
     bodyLimit: config.maxBodyBytes,
     routerOptions: {
       // Row ids may be 128 characters; table codes 64 (find-my-way's default is 100).

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RequestLogger } from './request-logger.ts';
 
 /**
  * One access log line per request, at info (issue 17, item 4): method, the route's pattern (never
@@ -13,20 +12,13 @@ export function installAccessLog(app: FastifyInstance): void {
   // With no logger (tests) Fastify's stand-in has no level at all.
   if (!['trace', 'debug', 'info'].includes(app.log.level)) return;
   app.addHook('onResponse', (request, reply, done) => {
-    write(request, line(request, reply, false), 'request');
+    request.log.info(line(request, reply, false), 'request');
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
-    write(request, line(request, null, true), 'request aborted');
+    request.log.info(line(request, null, true), 'request aborted');
     done();
   });
-}
-
-/** Through the request's logger; without making its pino child when it has none yet (request-logger.ts). */
-function write(request: FastifyRequest, fields: AccessLine, msg: string): void {
-  const log = request.log;
-  if (log instanceof RequestLogger) log.accessLine(fields, msg);
-  else log.info(fields, msg);
 }
 
 interface AccessLine {

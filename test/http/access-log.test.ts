@@ -139,35 +139,6 @@ eachDatabase('access log', (kind) => {
     });
   });
 
-  // The access line is written without the request's pino child unless something else logged
-  // through it first (http/request-logger.ts): the same fields in the same order either way.
-  it("the line's fields in pino's order, with or without another line of the request before it", async () => {
-    const log = new Captured();
-    const t = await startApp(kind, { ROWHOUSE_LOG_LEVEL: 'debug' }, { logStream: log as unknown as NodeJS.WritableStream });
-    try {
-      assert.equal((await t.post('/api/tables', { code: 'order', name: 'Order', fields: [] })).status, 201);
-      log.clear();
-      assert.equal((await t.get('/api/tables/order/rows', { headers: { 'x-request-id': 'req-quiet' } })).status, 200);
-      // A 404 logs its error at debug through the request's logger before the access line.
-      assert.equal((await t.get('/api/tables/order/rows/none', { headers: { 'x-request-id': 'req-"logged"' } })).status, 404);
-      const raw = log.text.split('\n').filter((l) => l !== '');
-      const keys = (l: string) => Object.keys(JSON.parse(l));
-      const accessKeys = ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'route', 'status', 'ms', 'keyId', 'msg'];
-      const [quiet, debugLine, logged] = raw;
-      assert.equal(raw.length, 3, log.text);
-      assert.deepEqual(keys(quiet), accessKeys);
-      assert.equal(JSON.parse(quiet).reqId, 'req-quiet');
-      assert.deepEqual(keys(debugLine), ['level', 'time', 'pid', 'hostname', 'reqId', 'code', 'statusCode', 'msg']);
-      assert.equal(JSON.parse(debugLine).reqId, 'req-"logged"');
-      assert.deepEqual(keys(logged), [...accessKeys.slice(0, -1), 'code', 'msg']);
-      assert.equal(logged.split('"reqId"').length, 2, 'reqId once');
-      assert.ok(logged.includes('"reqId":"req-\\"logged\\""'), logged);
-      assert.equal(JSON.parse(logged).status, 404);
-    } finally {
-      await t.close();
-    }
-  });
-
   it('ROWHOUSE_LOG_LEVEL=warn writes no line for requests', async () => {
     const log = new Captured();
     const t = await startApp(kind, { ROWHOUSE_LOG_LEVEL: 'warn' }, { logStream: log as unknown as NodeJS.WritableStream });
