@@ -28,8 +28,9 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-async function waitFor(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Waits until `url` answers 2xx (`child` still running), at most `timeoutMs`. */
+export async function waitFor(url: string, child: ChildProcess, log: () => string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`process exited while starting:\n${log()}`);
     try {
@@ -38,7 +39,7 @@ async function waitFor(url: string, child: ChildProcess, log: () => string): Pro
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`not ready after 30 s:\n${log()}`);
+    if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs / 1000} s:\n${log()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

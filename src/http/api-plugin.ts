@@ -8,7 +8,7 @@ import { aggregateRoutes } from './aggregate-routes.ts';
 import { installAccess } from './access.ts';
 import { apiKeyRoutes } from './api-key-routes.ts';
 import { installAuth } from './auth.ts';
-import { installRateLimits } from './rate-limit.ts';
+import { rateLimiter } from './rate-limit.ts';
 import type { RateLimit } from '../domain/access.ts';
 import { installIdempotency } from './idempotency.ts';
 import type { IdempotencyStore } from '../store/idempotency-store.ts';
@@ -56,8 +56,7 @@ export function apiPlugin(deps: ApiDeps): FastifyPluginAsync {
     api.removeContentTypeParser(['text/plain']);
     // A body that is not JSON: a 400 naming its line and column.
     installJsonBodies(api);
-    installAuth(api, deps.rows.database);
-    installRateLimits(api, deps.rateLimit);
+    installAuth(api, deps.rows.database, rateLimiter(deps.rateLimit));
     installWriteQueryRule(api);
     installAccess(api, deps.rows.catalog, deps.rows.database.db);
     installIdempotency(api, deps.rows.database, deps.idempotency, { keptByCreates: deps.changes !== undefined });

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimit } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 
@@ -17,13 +17,19 @@ interface Bucket {
   at: number;
 }
 
-export function installRateLimits(api: FastifyInstance, fallback: RateLimit | null, now: () => number = Date.now): void {
+/** A request's turn at its key's bucket: the error to answer (429), or undefined to go on. */
+export type RateLimiter = (request: FastifyRequest, reply: FastifyReply) => ServiceError | undefined;
+
+/**
+ * The limiter of the /api plugin, run by the key check (auth.ts) in its own hook once the principal
+ * is known: one hook a request rather than two.
+ */
+export function rateLimiter(fallback: RateLimit | null, now: () => number = Date.now): RateLimiter {
   const buckets = new Map<string, Bucket>();
-  // After the key check (auth.ts), which is installed first: the principal is known.
-  api.addHook('onRequest', (request, reply, done) => {
+  return (request, reply) => {
     const principal = request.principal;
     const limit = principal?.rateLimit ?? fallback;
-    if (!principal || !limit) return done();
+    if (!principal || !limit) return undefined;
     const t = now();
     let bucket = buckets.get(principal.keyId);
     // A new key, or its limit changed (PUT rateLimit): a full bucket of the new size.
@@ -39,9 +45,9 @@ export function installRateLimits(api: FastifyInstance, fallback: RateLimit | nu
     const seconds = (tokens: number) => Math.max(0, Math.ceil(tokens / perMs / 1000));
     reply.header('ratelimit-policy', `${limit.requests};w=${limit.perSeconds}`);
     reply.header('ratelimit', `limit=${limit.requests}, remaining=${Math.floor(bucket.tokens)}, reset=${seconds(limit.requests - bucket.tokens)}`);
-    if (allowed) return done();
+    if (allowed) return undefined;
     const wait = Math.max(1, seconds(1 - bucket.tokens));
     reply.header('retry-after', String(wait));
-    done(new ServiceError('rate_limited', `This key has used its ${limit.requests} requests per ${limit.perSeconds} s: try again in ${wait} s`));
-  });
+    return new ServiceError('rate_limited', `This key has used its ${limit.requests} requests per ${limit.perSeconds} s: try again in ${wait} s`);
+  };
 }
