@@ -14,12 +14,22 @@ import { expandLinks } from '../store/links/expand.ts';
 
 type TableParams = { Params: { table: string } };
 
-/** A batch's needs: each operation the scope of its kind on its table (an upsert create rows:update too), named by its index. */
-function batchNeeds(body: unknown): DeclaredNeed[] {
-  return batchOperationTables(body).flatMap(({ index, type, tableRef, upsert }) => {
+/**
+ * A batch's needs: each operation the scope of its kind on its table (an upsert create rows:update
+ * too), named by its index; with `expand`, rows:read on the tables its codes reach from each
+ * table of the batch (CONTRACT §12: a link's expand needs rows:read on the target table).
+ */
+function batchNeeds(body: unknown, query: unknown): DeclaredNeed[] {
+  const operations = batchOperationTables(body);
+  const out = operations.flatMap(({ index, type, tableRef, upsert }): DeclaredNeed[] => {
     const need = (scope: Scope): DeclaredNeed => ({ scopes: [scope], table: tableRef, placed: (err) => atOperation(err, index) });
     return upsert ? [need('rows:create'), need('rows:update')] : [need(`rows:${type}`)];
   });
+  const expand = (query as Record<string, unknown> | undefined)?.expand;
+  if (expand !== undefined) {
+    for (const table of new Set(operations.map((o) => o.tableRef))) out.push({ scopes: ['rows:read'], table, reach: { expand } });
+  }
+  return out;
 }
 
 /** Bulk writes within one table and the cross-table batch (the seed spec's "Bulk" and "Cross-table batch"). */
@@ -60,7 +70,7 @@ export function bulkRoutes(app: FastifyInstance, deps: RowsDeps, writer: RowWrit
   });
 
   // Each operation needs the scope of its kind on its table.
-  app.post('/api/rows-batch', expanding(needs.rule((request) => batchNeeds(request.body))), async (request, reply) => {
+  app.post('/api/rows-batch', expanding(needs.rule((request) => batchNeeds(request.body, request.query))), async (request, reply) => {
     const ctx = writeContext(request);
     // Every table of the batch planned again against the tables as they are now when a field of one was removed while it ran.
     const { results, expanded } = await rerunOnSchemaChange(deps, async (fresh) => {
