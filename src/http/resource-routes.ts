@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseResourceListQuery } from '../domain/resource-query.ts';
 import { badRequest } from '../domain/errors.ts';
+import { isObject } from '../domain/json.ts';
 import { ResourceBodies, objectBody } from '../domain/requests/resource-bodies.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
 import { type Scope, allTables } from '../domain/access.ts';
@@ -59,7 +60,11 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   // The service writes these items itself: no write routes (a write answers 404, as any unknown route).
   if (store.spec.readOnly) return;
 
-  app.post(base, write, async (request, reply) => {
+  // A create's answer as an Idempotency-Key keeps it: without what is stored nowhere (a key's secret).
+  const unkept = store.spec.unkeptAnswers;
+  const create = unkept ? { config: { ...write.config, keptBody: (body: string) => withoutAnswers(body, unkept) } } : write;
+
+  app.post(base, create, async (request, reply) => {
     const [item] = await store.create([bodies.create(request.body)], writeContext(request));
     return reply.status(201).send(item);
   });
@@ -76,7 +81,7 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
     return item;
   });
 
-  app.post(`${base}/create-many`, write, async (request, reply) => {
+  app.post(`${base}/create-many`, create, async (request, reply) => {
     const inputs = bodies.createMany(request.body);
     return reply.status(201).send({ data: inputs.length === 0 ? [] : await store.create(inputs, writeContext(request)) });
   });
@@ -90,4 +95,13 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
     const ids = bodies.deleteMany(request.body);
     return { data: ids.length === 0 ? [] : await store.remove(ids, writeContext(request)) };
   });
+}
+
+/** A create's answer (an item, or `{data: [item…]}`; an error is left as it is) without the items' properties `names`. */
+function withoutAnswers(body: string, names: readonly string[]): string {
+  const answer: unknown = JSON.parse(body);
+  if (!isObject(answer)) return body;
+  const items = Array.isArray(answer.data) ? answer.data : [answer];
+  for (const item of items) if (isObject(item)) for (const name of names) delete item[name];
+  return JSON.stringify(answer);
 }

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { dataChecksum } from '../support/data-checksum.ts';
-import { type TestApp, eachDatabase, expectError, startApp } from '../support/harness.ts';
+import { type TestApp, eachDatabase, expectError, startApp, withKey } from '../support/harness.ts';
 import { makeKey } from './keys.ts';
 
 /**
  * CONTRACT §12 as a demanding user checks it, for what the other access tests leave out: a batch's
- * `expand` needs rows:read on the tables it reaches, as every other expand does.
+ * `expand` needs rows:read on the tables it reaches, as every other expand does; a key created with
+ * an Idempotency-Key is stored only as its hash (§2), its kept answer included.
  */
 
 eachDatabase('access contract audit', (kind) => {
@@ -43,5 +44,31 @@ eachDatabase('access contract audit', (kind) => {
     const expanded = await t.post('/api/rows-batch?expand=customer', update, { key: reader });
     assert.equal(expanded.status, 200, expanded.text);
     assert.equal(expanded.body.data[0].row.values.customer.values.name, 'secret name');
+  });
+
+  it('keeps the answer to a key created with an Idempotency-Key without the key itself: stored only as its hash, the replay answers the record', async () => {
+    const stored = async () => JSON.stringify(await t.database.db.selectFrom('rh_idempotency').selectAll().execute());
+    const made = await t.post('/api/api-keys', { name: 'retried' }, withKey('make-retried'));
+    assert.equal(made.status, 201, made.text);
+    const key = made.body.key as string;
+    assert.match(key, /^rh_[A-Za-z0-9]{40}$/);
+    const many = await t.post('/api/api-keys/create-many', [{ name: 'retried 2' }, { name: 'retried 3' }], withKey('make-many'));
+    assert.equal(many.status, 201, many.text);
+    const keys = [key, ...(many.body.data as { key: string }[]).map((k) => k.key)];
+    const kept = await stored();
+    for (const k of keys) assert.equal(kept.includes(k), false, 'a new key stored as it is in its kept answer');
+    assert.match(kept, /retried 3/, 'the answers are kept');
+
+    const again = await t.post('/api/api-keys', { name: 'retried' }, withKey('make-retried'));
+    assert.equal(again.status, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    const { key: _key, ...record } = made.body;
+    assert.deepEqual(again.body, record);
+    const manyAgain = await t.post('/api/api-keys/create-many', [{ name: 'retried 2' }, { name: 'retried 3' }], withKey('make-many'));
+    assert.equal(manyAgain.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(manyAgain.body.data.map((k: { id: string; key?: string }) => [k.id, k.key]), many.body.data.map((k: { id: string }) => [k.id, undefined]));
+    // One key made by each request, each working.
+    assert.equal((await t.get('/api/api-keys')).body.data.filter((k: { name: string }) => k.name.startsWith('retried')).length, 3);
+    for (const k of keys) assert.equal((await t.get('/api/api-keys/me', { key: k })).status, 200);
   });
 });
