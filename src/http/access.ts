@@ -37,6 +37,11 @@ export interface DeclaredNeed {
    * §11) need rows:read too (§12). Its `scopes` are then those.
    */
   reach?: Record<string, unknown>;
+  /**
+   * With `reach`: the table itself counts too when a link leads back to it (a self-link's `expand`),
+   * for a route whose own scopes do not read the table (a write's answer expanding another row).
+   */
+  reachSelf?: boolean;
 }
 
 /** What a route needs, from its request: its params, query and parsed body. */
@@ -67,16 +72,19 @@ export function rowNeeds(request: FastifyRequest, ...scopes: Scope[]): DeclaredN
   const table = pathTable(request);
   const out: DeclaredNeed[] = scopes.map((scope) => ({ scopes: [scope], table }));
   const query = request.query as Record<string, unknown> | undefined;
-  if (query && (query.expand !== undefined || query.filter !== undefined)) out.push({ scopes: ['rows:read'], table, reach: query });
+  if (query && (query.expand !== undefined || query.filter !== undefined)) out.push({ scopes: ['rows:read'], table, reach: query, reachSelf: !readsRows(scopes) });
   return out;
 }
 
+/** Whether scopes that let a request run let it read its table's rows (rows:export reads them all). */
+const readsRows = (scopes: readonly Scope[]): boolean => scopes.includes('rows:read') || scopes.includes('rows:export');
+
 /**
  * The ids of the tables a rows request's `expand` and link filters reach from the table `ref`
- * names, besides it (plan/tables-touched.ts): parsed as the route will parse them. A query that
+ * names, besides it unless `self` (plan/tables-touched.ts): parsed as the route will parse them. A query that
  * does not parse reaches nothing here: the route answers it 400 before reading anything.
  */
-async function reachedTables(catalog: TableCatalog, db: MetaDb, ref: string, query: Record<string, unknown>): Promise<string[]> {
+async function reachedTables(catalog: TableCatalog, db: MetaDb, ref: string, query: Record<string, unknown>, self: boolean): Promise<string[]> {
   const table = ref === '' || ref.includes('\u0000') ? undefined : await catalog.find(db, ref);
   if (!table || !table.fields.some(isLinkField)) return [];
   const lookup = await withLinkedTables(catalog, db, table);
@@ -90,7 +98,7 @@ async function reachedTables(catalog: TableCatalog, db: MetaDb, ref: string, que
     }
   }
   const reached = expandTables(parseExpand(query.expand, lookup, details), filterTables(filter));
-  reached.delete(table.id);
+  if (!self) reached.delete(table.id);
   return [...reached];
 }
 
@@ -150,7 +158,7 @@ export function installAccess(api: FastifyInstance, catalog: TableCatalog, db: M
 export async function authorize(grant: Grant, declared: readonly DeclaredNeed[], catalog: TableCatalog, db: MetaDb): Promise<void> {
   for (const d of declared) {
     if (d.reach) {
-      for (const id of await reachedTables(catalog, db, d.table ?? '', d.reach)) {
+      for (const id of await reachedTables(catalog, db, d.table ?? '', d.reach, d.reachSelf === true)) {
         const found = await catalog.find(db, id);
         const refused = refusal(grant, [{ scopes: d.scopes, table: { ref: id, id, name: found?.code ?? id } }]);
         if (refused) throw refused;

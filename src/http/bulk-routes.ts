@@ -17,7 +17,8 @@ type TableParams = { Params: { table: string } };
 /**
  * A batch's needs: each operation the scope of its kind on its table (an upsert create rows:update
  * too), named by its index; with `expand`, rows:read on the tables its codes reach from each
- * table of the batch (CONTRACT §12: a link's expand needs rows:read on the target table).
+ * table of the batch, that table itself included through a self-link (CONTRACT §12: a link's
+ * expand needs rows:read on the target table).
  */
 function batchNeeds(body: unknown, query: unknown): DeclaredNeed[] {
   const operations = batchOperationTables(body);
@@ -27,7 +28,7 @@ function batchNeeds(body: unknown, query: unknown): DeclaredNeed[] {
   });
   const expand = (query as Record<string, unknown> | undefined)?.expand;
   if (expand !== undefined) {
-    for (const table of new Set(operations.map((o) => o.tableRef))) out.push({ scopes: ['rows:read'], table, reach: { expand } });
+    for (const table of new Set(operations.map((o) => o.tableRef))) out.push({ scopes: ['rows:read'], table, reach: { expand }, reachSelf: true });
   }
   return out;
 }

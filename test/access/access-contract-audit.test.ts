@@ -6,7 +6,8 @@ import { makeKey } from './keys.ts';
 
 /**
  * CONTRACT §12 as a demanding user checks it, for what the other access tests leave out: a batch's
- * `expand` needs rows:read on the tables it reaches, as every other expand does; a key created with
+ * `expand` needs rows:read on the tables it reaches, as every other expand does, and a write's
+ * `expand` of a self-link needs rows:read on its own table (the other row it reads); a key created with
  * an Idempotency-Key is stored only as its hash (§2), its kept answer included.
  */
 
@@ -70,5 +71,36 @@ eachDatabase('access contract audit', (kind) => {
     // One key made by each request, each working.
     assert.equal((await t.get('/api/api-keys')).body.data.filter((k: { name: string }) => k.name.startsWith('retried')).length, 3);
     for (const k of keys) assert.equal((await t.get('/api/api-keys/me', { key: k })).status, 200);
+  });
+
+  it('refuses a write expanding a self-link to a key that may not read its table (another row of it), and writes nothing', async () => {
+    const made = await t.post('/api/tables', { code: 'tasks', name: 'Tasks', fields: [{ code: 'title', type: 'text' }, { code: 'parent', type: 'link', options: { table: 'tasks' } }] });
+    assert.equal(made.status, 201, made.text);
+    const tasksId = made.body.id as string;
+    assert.equal((await t.post('/api/tables/tasks/rows', { id: 'hidden', values: { title: 'not yours to read' } })).status, 201);
+    assert.equal((await t.post('/api/tables/tasks/rows', { id: 'mine', values: { title: 'mine' } })).status, 201);
+    const writer = await makeKey(t, ['rows:create', 'rows:update'], [tasksId]);
+    const before = await dataChecksum(t);
+    const refusals = [
+      await t.post('/api/tables/tasks/rows?expand=parent', { id: 'new', values: { title: 'x', parent: 'hidden' } }, { key: writer }),
+      await t.patch('/api/tables/tasks/rows/mine?expand=parent', { values: { parent: 'hidden' } }, { key: writer }),
+      await t.post('/api/tables/tasks/rows-bulk?expand=parent', { data: [{ id: 'new', values: { title: 'x', parent: 'hidden' } }] }, { key: writer }),
+      await t.patch('/api/tables/tasks/rows-bulk?expand=parent', { data: [{ id: 'mine', values: { parent: 'hidden' } }] }, { key: writer }),
+      await t.post('/api/rows-batch?expand=parent', { operations: [{ type: 'update', tableId: 'tasks', id: 'mine', values: { parent: 'hidden' } }] }, { key: writer }),
+    ];
+    for (const r of refusals) {
+      assert.equal(expectError(r, 403).message, 'this key lacks rows:read on table tasks');
+      assert.doesNotMatch(r.text, /not yours to read/);
+    }
+    assert.equal(await dataChecksum(t), before, 'a refused write wrote');
+    // The same writes without expand are the key's; with rows:read, expand too; rows:export alone exports expanded.
+    assert.equal((await t.patch('/api/tables/tasks/rows/mine', { values: { parent: 'hidden' } }, { key: writer })).status, 200);
+    const reader = await makeKey(t, ['rows:update', 'rows:read'], [tasksId]);
+    const expanded = await t.patch('/api/tables/tasks/rows/mine?expand=parent', { values: { title: 'mine again' } }, { key: reader });
+    assert.equal(expanded.status, 200, expanded.text);
+    assert.equal(expanded.body.values.parent.values.title, 'not yours to read');
+    const exporter = await makeKey(t, ['rows:export'], [tasksId]);
+    const exported = await t.get('/api/tables/tasks/rows-export', { key: exporter, query: { format: 'jsonl', encoding: 'utf8', newline: 'lf', expand: 'parent' } });
+    assert.equal(exported.status, 200, exported.text);
   });
 });
