@@ -4,7 +4,7 @@ import { badRequest } from '../domain/errors.ts';
 import { isObject } from '../domain/json.ts';
 import { ResourceBodies, objectBody } from '../domain/requests/resource-bodies.ts';
 import type { ResourceStore } from '../store/resources/resource-store.ts';
-import { type Scope, allTables } from '../domain/access.ts';
+import { type Scope, allTables, refusal } from '../domain/access.ts';
 import { needs } from './access.ts';
 import { writeContext } from './auth.ts';
 
@@ -17,6 +17,17 @@ const RESOURCE_SCOPES: Record<string, { read: Scope; write: Scope }> = {
   members: { read: 'resources:read', write: 'resources:write' },
   'api-keys': { read: 'keys:manage', write: 'keys:manage' },
 };
+
+/**
+ * `relations` embed members (CONTRACT §9): a key limited in its scopes embeds them only if it may
+ * read members (CONTRACT §12), else 403 naming the scope. Checked once the item's own refusal (its
+ * table) has been given: that one names what the request is about.
+ */
+function requireMembersRead(request: FastifyRequest, relations: readonly string[]): void {
+  const grant = request.principal?.grant;
+  const refused = relations.length > 0 && grant ? refusal(grant, [{ scopes: [RESOURCE_SCOPES.members.read] }]) : null;
+  if (refused) throw refused;
+}
 
 /** The uniform CRUD routes of one generic resource (the seed spec's "Generic resources", CONTRACT §9). */
 export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void {
@@ -40,6 +51,7 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
 
   app.get(base, read, async (request) => {
     const q = parseResourceListQuery(request.query as Record<string, unknown>, store.queryable);
+    requireMembersRead(request, q.relations);
     const { items, nextOffset } = await store.list(q, limitedTables(request));
     return { data: items, pagination: { limit: q.limit, count: items.length, offset: q.offset, nextOffset } };
   });
@@ -54,6 +66,7 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
       const refused = await store.tableRefusal(item, grant, scopes.read);
       if (refused) throw refused;
     }
+    requireMembersRead(request, q.relations);
     return item;
   });
 

@@ -7,8 +7,9 @@ import { makeKey } from './keys.ts';
 /**
  * CONTRACT §12 as a demanding user checks it, for what the other access tests leave out: a batch's
  * `expand` needs rows:read on the tables it reaches, as every other expand does, and a write's
- * `expand` of a self-link needs rows:read on its own table (the other row it reads); a key created with
- * an Idempotency-Key is stored only as its hash (§2), its kept answer included.
+ * `expand` of a self-link needs rows:read on its own table (the other row it reads); members
+ * embedded by `relations` need resources:read, as reading members does; a key created with an
+ * Idempotency-Key is stored only as its hash (§2), its kept answer included.
  */
 
 eachDatabase('access contract audit', (kind) => {
@@ -102,5 +103,31 @@ eachDatabase('access contract audit', (kind) => {
     const exporter = await makeKey(t, ['rows:export'], [tasksId]);
     const exported = await t.get('/api/tables/tasks/rows-export', { key: exporter, query: { format: 'jsonl', encoding: 'utf8', newline: 'lf', expand: 'parent' } });
     assert.equal(exported.status, 200, exported.text);
+  });
+
+  it('embeds members (relations) only for a key that may read members (resources:read), naming the scope', async () => {
+    assert.equal((await t.post('/api/members', { name: 'Aki', email: 'aki@example.org' })).status, 201);
+    const relations = { relations: ['createdByMember'] };
+    const cases: [string, string[], Record<string, unknown>][] = [
+      ['/api/tables', ['schema:read'], relations],
+      [`/api/tables/${ordersId}`, ['schema:read'], relations],
+      ['/api/api-keys', ['keys:manage'], { relations: ['member'] }],
+      ['/api/flows', ['flows:read'], relations],
+      ['/api/environment-variables', ['resources:read'], relations],
+    ];
+    for (const [url, scopes, query] of cases) {
+      const key = await makeKey(t, scopes);
+      const plain = await t.get(url, { key });
+      assert.equal(plain.status, 200, `${url}: ${plain.text}`);
+      const embedded = await t.get(url, { key, query });
+      if (scopes.includes('resources:read')) {
+        assert.equal(embedded.status, 200, `${url}: ${embedded.text}`);
+        continue;
+      }
+      assert.equal(expectError(embedded, 403).message, 'this key lacks resources:read', url);
+      assert.doesNotMatch(embedded.text, /aki@example\.org|"email"/);
+      const both = await t.get(url, { key: await makeKey(t, [...scopes, 'resources:read']), query });
+      assert.equal(both.status, 200, `${url}: ${both.text}`);
+    }
   });
 });
