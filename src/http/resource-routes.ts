@@ -23,10 +23,17 @@ const RESOURCE_SCOPES: Record<string, { read: Scope; write: Scope }> = {
  * read members (CONTRACT §12), else 403 naming the scope. Checked once the item's own refusal (its
  * table) has been given: that one names what the request is about.
  */
-function requireMembersRead(request: FastifyRequest, relations: readonly string[]): void {
+export function requireMembersRead(request: FastifyRequest, relations: readonly string[]): void {
   const grant = request.principal?.grant;
   const refused = relations.length > 0 && grant ? refusal(grant, [{ scopes: [RESOURCE_SCOPES.members.read] }]) : null;
   if (refused) throw refused;
+}
+
+/** The `relations` of a request for a single item, its only query parameter (else 400). */
+export function itemRelations(request: FastifyRequest, store: ResourceStore): string[] {
+  const { relations, ...rest } = request.query as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw badRequest(`Unknown query parameter ${Object.keys(rest).join(', ')}: only relations applies to a single item`);
+  return parseResourceListQuery(relations === undefined ? {} : { relations }, store.queryable).relations;
 }
 
 /** The uniform CRUD routes of one generic resource (the seed spec's "Generic resources", CONTRACT §9). */
@@ -57,16 +64,14 @@ export function resourceRoutes(app: FastifyInstance, store: ResourceStore): void
   });
 
   app.get<WithId>(`${base}/:id`, readOne, async (request) => {
-    const { relations, ...rest } = request.query as Record<string, unknown>;
-    if (Object.keys(rest).length > 0) throw badRequest(`Unknown query parameter ${Object.keys(rest).join(', ')}: only relations applies to a single item`);
-    const q = parseResourceListQuery(relations === undefined ? {} : { relations }, store.queryable);
-    const item = await store.get(await store.resolveId(request.params.id), q.relations);
+    const relations = itemRelations(request, store);
+    const item = await store.get(await store.resolveId(request.params.id), relations);
     const grant = request.principal?.grant;
     if (grant && limitedTables(request)) {
       const refused = await store.tableRefusal(item, grant, scopes.read);
       if (refused) throw refused;
     }
-    requireMembersRead(request, q.relations);
+    requireMembersRead(request, relations);
     return item;
   });
 

@@ -130,4 +130,18 @@ eachDatabase('access contract audit', (kind) => {
       assert.equal(both.status, 200, `${url}: ${both.text}`);
     }
   });
+
+  it('GET /api/api-keys/me takes relations as a key by id does, and answers 400 naming any other parameter', async () => {
+    const key = await makeKey(t, ['rows:read']);
+    const own = await t.get('/api/api-keys/me', { key });
+    assert.equal(own.status, 200, own.text);
+    const unknown = expectError(await t.get('/api/api-keys/me', { key, query: { expand: 'member' } }), 400);
+    assert.match(String(unknown.message), /expand/);
+    expectError(await t.get('/api/api-keys/me', { key, query: { relations: ['nope'] } }), 400);
+    assert.equal(expectError(await t.get('/api/api-keys/me', { key, query: { relations: ['member'] } }), 403).message, 'this key lacks resources:read');
+    const reader = await makeKey(t, ['rows:read', 'resources:read']);
+    const embedded = await t.get('/api/api-keys/me', { key: reader, query: { relations: ['member'] } });
+    assert.equal(embedded.status, 200, embedded.text);
+    assert.equal(embedded.body.member.id, embedded.body.memberId);
+  });
 });
