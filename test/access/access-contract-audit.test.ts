@@ -144,4 +144,25 @@ eachDatabase('access contract audit', (kind) => {
     assert.equal(embedded.status, 200, embedded.text);
     assert.equal(embedded.body.member.id, embedded.body.memberId);
   });
+
+  it('names each problem of a key\'s scopes, tables and rateLimit once, in the words of their own rules', async () => {
+    const made = await t.post('/api/api-keys', { name: 'to change' });
+    assert.equal(made.status, 201, made.text);
+    const before = await dataChecksum(t);
+    const cases: [Record<string, unknown>, string[]][] = [
+      [{ rateLimit: { requests: -1, perSeconds: 0 } }, ['rateLimit.requests', 'rateLimit.perSeconds']],
+      [{ rateLimit: '10/60' }, ['rateLimit']],
+      [{ scopes: ['rows:read', 5] }, ['scopes[1]']],
+      [{ tables: 'orders' }, ['tables']],
+    ];
+    for (const [body, paths] of cases) {
+      for (const r of [await t.put(`/api/api-keys/${made.body.id}`, body), await t.post('/api/api-keys', { name: 'new', ...body })]) {
+        const error = expectError(r, 400);
+        const details = error.details as { path: string; message: string }[];
+        assert.deepEqual(details.map((d) => d.path), paths, `${JSON.stringify(body)}: ${error.message}`);
+        assert.doesNotMatch(String(error.message), /anyOf|: must be null(;|$)|: must be (object|string|array)(;|$)/, JSON.stringify(body));
+      }
+    }
+    assert.equal(await dataChecksum(t), before);
+  });
 });
