@@ -38,8 +38,8 @@ export interface DeclaredNeed {
    */
   reach?: Record<string, unknown>;
   /**
-   * Whether rows of `table` itself reached through a self-link need rows:read too: for a write,
-   * whose key may not read its table (a read or export route reads the table anyway).
+   * With `reach`: the table itself counts too when a link leads back to it (a self-link's `expand`),
+   * for a route whose own scopes do not read the table (a write's answer expanding another row).
    */
   reachSelf?: boolean;
 }
@@ -72,11 +72,12 @@ export function rowNeeds(request: FastifyRequest, ...scopes: Scope[]): DeclaredN
   const table = pathTable(request);
   const out: DeclaredNeed[] = scopes.map((scope) => ({ scopes: [scope], table }));
   const query = request.query as Record<string, unknown> | undefined;
-  if (query && (query.expand !== undefined || query.filter !== undefined)) {
-    out.push({ scopes: ['rows:read'], table, reach: query, reachSelf: !scopes.includes('rows:read') && !scopes.includes('rows:export') });
-  }
+  if (query && (query.expand !== undefined || query.filter !== undefined)) out.push({ scopes: ['rows:read'], table, reach: query, reachSelf: !readsRows(scopes) });
   return out;
 }
+
+/** Whether scopes that let a request run let it read its table's rows (rows:export reads them all). */
+const readsRows = (scopes: readonly Scope[]): boolean => scopes.includes('rows:read') || scopes.includes('rows:export');
 
 /**
  * The ids of the tables a rows request's `expand` and link filters reach from the table `ref`

@@ -16,19 +16,21 @@ type TableParams = { Params: { table: string } };
 
 /**
  * A batch's needs: each operation the scope of its kind on its table (an upsert create rows:update
- * too), named by its index; with `expand`, rows:read on every table its codes reach from the
- * batch's tables (CONTRACT §12), their own included (a batch's key may not read them).
+ * too), named by its index; with `expand`, rows:read on the tables its codes reach from each
+ * table of the batch, that table itself included through a self-link (CONTRACT §12: a link's
+ * expand needs rows:read on the target table).
  */
 function batchNeeds(body: unknown, query: unknown): DeclaredNeed[] {
   const operations = batchOperationTables(body);
-  const writes = operations.flatMap(({ index, type, tableRef, upsert }) => {
+  const out = operations.flatMap(({ index, type, tableRef, upsert }): DeclaredNeed[] => {
     const need = (scope: Scope): DeclaredNeed => ({ scopes: [scope], table: tableRef, placed: (err) => atOperation(err, index) });
     return upsert ? [need('rows:create'), need('rows:update')] : [need(`rows:${type}`)];
   });
   const expand = (query as Record<string, unknown> | undefined)?.expand;
-  if (expand === undefined) return writes;
-  const tables = [...new Set(operations.map((o) => o.tableRef))];
-  return [...writes, ...tables.map((table): DeclaredNeed => ({ scopes: ['rows:read'], table, reach: { expand }, reachSelf: true }))];
+  if (expand !== undefined) {
+    for (const table of new Set(operations.map((o) => o.tableRef))) out.push({ scopes: ['rows:read'], table, reach: { expand }, reachSelf: true });
+  }
+  return out;
 }
 
 /** Bulk writes within one table and the cross-table batch (the seed spec's "Bulk" and "Cross-table batch"). */

@@ -30,6 +30,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A single-row create's answer, when it creates: this status and type, the row's record as the body (keptByCreate). */
     answerOfCreate?: CreateAnswer;
+    /**
+     * The body to keep of the route's answer, when not all of it may be stored (a new API key's
+     * secret, which the service stores only as a hash: CONTRACT §2): a replay answers that.
+     */
+    keptBody?: (body: string) => string;
   }
 }
 
@@ -328,8 +333,10 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     // Kept: every answer below 500 to a request read whole. A 5xx keeps nothing (and writes nothing): the retry runs.
     const keep = state.keep && reply.statusCode < 500 && textual && state.request.bodyHash !== '';
     const contentType = reply.getHeader('content-type');
+    const keptBody = request.routeOptions.config.keptBody;
+    const body = payload === null || payload === undefined ? null : String(payload);
     const answer: KeptAnswer | null = keep
-      ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: payload === null || payload === undefined ? null : String(payload) }
+      ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: body !== null && keptBody ? keptBody(body) : body }
       : null;
     end(request, answer).then(
       () => done(null, payload),

@@ -188,7 +188,23 @@ function allResourcePaths({ spec, queryable }: DocumentedResource): Record<strin
     schema: { type: 'string' },
   };
   const writeErrors = [400, 401, 409, 413, 415];
+  // The calling key's own record, for any valid key: relations as for a key by id.
+  const me: Record<string, PathItem> =
+    spec.name === 'api-keys'
+      ? {
+          [`${base}/me`]: {
+            get: {
+              operationId: 'apiKeyMe',
+              tags,
+              summary: 'The calling key’s own record: its scopes, tables and rate limit (any valid key)',
+              parameters: [relations],
+              responses: { 200: jsonResponse('The calling API key.', ref(one)), ...errorResponses(400, 401) },
+            },
+          },
+        }
+      : {};
   return {
+    ...me,
     [base]: {
       get: {
         operationId: `list${many}`,
@@ -341,14 +357,6 @@ function servicePaths(): Record<string, PathItem> {
         summary: 'The browser console: sign in with an API key to work with tables and rows (its assets are under /console/assets/)',
         ...NO_KEY,
         responses: { 200: { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errorResponses() },
-      },
-    },
-    '/api/api-keys/me': {
-      get: {
-        operationId: 'apiKeyMe',
-        tags: ['api-keys'],
-        summary: 'The calling key’s own record: its scopes, tables and rate limit (any valid key)',
-        responses: { 200: jsonResponse('The calling API key.', ref('ApiKey')), ...errorResponses(401) },
       },
     },
     '/api/tables/{tableId}/openapi': {

@@ -6,6 +6,8 @@ import { changeJson } from '../render/change-json.ts';
 import { rowEntriesBefore } from '../store/change-history.ts';
 import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
+import { type Grant, coversTable, hasScope } from '../domain/access.ts';
+import { keyAccess } from '../store/auth-store.ts';
 import type { Meta } from '../store/meta-schema.ts';
 import { type RoundTrace, roundTrace, traceNow } from './round-trace.ts';
 
@@ -41,7 +43,8 @@ import { type RoundTrace, roundTrace, traceNow } from './round-trace.ts';
  *   has taken it, catches up (from the recent reads, or from the log, which is the buffer): a slow
  *   client holds at most one read (BATCH changes) and the socket's buffer. One that takes nothing
  *   for `stallMs` is cut off; it resumes from its last id.
- * - the keys of open streams are looked at every TICK_MS: a key revoked, expired or deleted ends
+ * - the keys of open streams are looked at every TICK_MS: a key revoked, expired or deleted, or one
+ *   whose scopes or tables no longer let it read the stream's table (CONTRACT §12), ends
  *   its streams within a second (on another instance too: the metadata version moves by NOTIFY);
  * - a comment line every `heartbeatMs` of silence; `close()` (server shutdown) ends every stream, and
  *   the streams of a table deleted end once they have sent its last changes (found when looking).
@@ -218,6 +221,8 @@ class TableStreams {
 interface KeyState {
   revokedAt: number | null;
   expiresAt: number | null;
+  /** What the key may do now (CONTRACT §12): a stream of a table it may no longer read ends. */
+  grant: Grant;
 }
 
 export class ChangeStreams {
@@ -622,7 +627,7 @@ export class ChangeStreams {
 
   private checking = false;
 
-  /** Ends the streams of keys revoked, expired or deleted; their rows are read again when the metadata may have changed. */
+  /** Ends the streams of keys revoked, expired or deleted, or no longer allowed to read their tables; their rows are read again when the metadata may have changed. */
   private async checkKeys(now: number): Promise<void> {
     if (this.checking) return;
     this.checking = true;
@@ -641,7 +646,7 @@ export class ChangeStreams {
       for (const table of [...this.tables.values()]) {
         for (const s of [...table.all]) {
           const key = this.keys.get(s.plan.keyId);
-          if (key !== undefined && !usable(key, now)) this.end(s);
+          if (key !== undefined && !(usable(key, now) && mayRead(key, table.id))) this.end(s);
         }
       }
     } finally {
@@ -657,8 +662,8 @@ export class ChangeStreams {
 
   /** The keys' states (null: no such key). */
   private async loadKeys(ids: string[]): Promise<[string, KeyState | null][]> {
-    const rows = await this.database.db.selectFrom('rh_api_keys').select(['id', 'revokedAt', 'expiresAt']).where('id', 'in', ids).execute();
-    const found = new Map<string, KeyState>(rows.map((r) => [r.id as string, { revokedAt: epoch(r.revokedAt), expiresAt: epoch(r.expiresAt) }]));
+    const rows = await this.database.db.selectFrom('rh_api_keys').select(['id', 'revokedAt', 'expiresAt', 'scopes', 'tables', 'rateLimit']).where('id', 'in', ids).execute();
+    const found = new Map<string, KeyState>(rows.map((r) => [r.id as string, { revokedAt: epoch(r.revokedAt), expiresAt: epoch(r.expiresAt), grant: keyAccess(r).grant }]));
     return ids.map((id) => [id, found.get(id) ?? null]);
   }
 }
@@ -741,6 +746,9 @@ function plainText(read: Read): Text {
 }
 
 const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
+
+/** Whether a key's grant lets it read the rows of a table (its streams need rows:read there, as they did to open). */
+const mayRead = (key: KeyState | null, tableId: string) => key !== null && hasScope(key.grant, 'rows:read') && coversTable(key.grant, tableId);
 
 /** As the key check (auth-store.ts): a revocation or expiry takes effect at the time it names. */
 const usable = (key: KeyState | null, now: number) => key !== null && !(key.revokedAt !== null && key.revokedAt <= now) && !(key.expiresAt !== null && key.expiresAt <= now);

@@ -62,6 +62,9 @@ function arrayBody(body: unknown, of: string): unknown[] {
 
 const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
 
+/** The attribute a detail's path (relative to the item) is about: `rateLimit` of `rateLimit.requests`, `scopes` of `scopes[1]`. */
+const attributeOf = (path: string) => path.split(/[.[]/, 1)[0];
+
 /** One resource's body checks, its JSON Schemas compiled once. */
 export class ResourceBodies {
   private readonly validators: Record<BodyMode, Validator>;
@@ -112,11 +115,13 @@ export class ResourceBodies {
       const prefix = many ? `[${i}]` : '';
       const validator = this.validators[mode];
       if (!validator(input)) {
-        details.push(...schemaDetails(validator.errors, prefix));
-        // The resource's own checks still run, so a request hears of every problem at once.
-        if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-          for (const d of this.rules.hooks?.check?.(input as Attrs, mode) ?? []) details.push({ path: join(prefix, d.path), message: d.message });
-        }
+        // The resource's own checks still run, so a request hears of every problem at once. They
+        // say more of an attribute than the schema does ("unknown scope", not "must be null; must
+        // match a schema in anyOf"): of an attribute they speak of, the schema's words are left out.
+        const own = isObject(input) ? (this.rules.hooks?.check?.(input, mode) ?? []) : [];
+        const spoken = new Set(own.map((d) => attributeOf(d.path)));
+        for (const d of schemaDetails(validator.errors)) if (!spoken.has(attributeOf(d.path))) details.push({ path: join(prefix, d.path), message: d.message });
+        for (const d of own) details.push({ path: join(prefix, d.path), message: d.message });
         return;
       }
       const item = input as Attrs;

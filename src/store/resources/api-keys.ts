@@ -60,7 +60,8 @@ export const apiKeys: ResourceSpec = {
   relations: { ...AUDIT_RELATIONS, member: 'memberId' },
   // A manager limited to some tables sees only the keys within them: those it could make (CONTRACT §12).
   tableRef: { column: 'tables', list: true },
-  createAnswers: { key: { type: 'string', description: 'The key itself, for the X-API-Key header: answered on create only, never stored.' } },
+  createAnswers: { key: { type: 'string', description: 'The key itself, for the X-API-Key header: answered on create only, never stored (a replay of the create with its Idempotency-Key answers without it).' } },
+  unkeptAnswers: ['key'],
   hooks: {
     check(input: Attrs): ErrorDetail[] {
       return [

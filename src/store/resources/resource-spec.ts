@@ -79,6 +79,11 @@ export interface ResourceSpec {
   /** What a create answers beyond the item (what beforeInsert returns), by name: JSON Schemas, for the OpenAPI document. */
   createAnswers?: Record<string, Record<string, unknown>>;
   /**
+   * Those of `createAnswers` that are stored nowhere, not even in an Idempotency-Key's kept answer
+   * (an API key's secret, stored only as its hash): a replay of the create answers without them.
+   */
+  unkeptAnswers?: readonly string[];
+  /**
    * Where an item names the user table it belongs to, for keys limited to some tables (CONTRACT
    * §12): they see only the items of their tables, and those naming none (a flow's draft). The
    * column holding the table's id, and `path` to it within the JSON when the column is json;
