@@ -26,7 +26,19 @@ export function sameOrigin(url: string): string {
 }
 
 export class Api {
+  /** The service's clock less this browser's, from the last answer's Date header (whole seconds). */
+  private skewMs = 0;
+
   constructor(private readonly key: string) {}
+
+  /**
+   * Now, as a time the service takes for "now": a browser whose clock runs ahead would otherwise
+   * schedule a revocation for later. The Date header counts whole seconds, so a browser in step
+   * gives a time up to a second early, never late.
+   */
+  serverNow(): Date {
+    return new Date(Date.now() + Math.min(0, this.skewMs));
+  }
 
   /** The key's header, for the requests made without this class (uploads with progress, downloads). */
   get headers(): Record<string, string> {
@@ -60,6 +72,8 @@ export class Api {
     } catch (err) {
       throw new ApiError(0, `The service cannot be reached: ${(err as Error).message}`);
     }
+    const said = Date.parse(res.headers.get('date') ?? '');
+    if (!Number.isNaN(said)) this.skewMs = said - Date.now();
     const text = await res.text();
     let parsed: unknown = undefined;
     try {

@@ -96,7 +96,7 @@ export function KeysScreen({ api, me, onSignedOut }: { api: Api; me: ApiKey; onS
           title={`Revoke API key ${revoking.key.name}?`}
           note={`From the next request on, the service refuses the key ${revoking.key.name} (${revoking.key.prefix}…). It stays listed, revoked.${revoking.key.id === me.id ? ' It is the key you are signed in with: the console signs out.' : ''}`}
           confirm="Revoke key"
-          run={() => saveItem(api, 'api-keys', revoking.key.id, { revokedAt: new Date().toISOString() })}
+          run={() => saveItem(api, 'api-keys', revoking.key.id, { revokedAt: api.serverNow().toISOString() })}
           onClose={() => setRevoking(null)}
           onDone={() => {
             revoking.done();

@@ -62,8 +62,8 @@ function arrayBody(body: unknown, of: string): unknown[] {
 
 const join = (prefix: string, path: string) => (prefix && path ? `${prefix}.${path}` : prefix || path);
 
-/** The attribute a detail's path (relative to the item) is about: `rateLimit` of `rateLimit.requests`, `scopes` of `scopes[1]`. */
-const attributeOf = (path: string) => path.split(/[.[]/, 1)[0];
+/** Whether two details' paths (relative to the item) are about one place: the same, or one inside the other (`rateLimit` and `rateLimit.requests`). */
+const samePlace = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`) || b.startsWith(`${a}.`) || b.startsWith(`${a}[`);
 
 /** One resource's body checks, its JSON Schemas compiled once. */
 export class ResourceBodies {
@@ -117,10 +117,10 @@ export class ResourceBodies {
       if (!validator(input)) {
         // The resource's own checks still run, so a request hears of every problem at once. They
         // say more of an attribute than the schema does ("unknown scope", not "must be null; must
-        // match a schema in anyOf"): of an attribute they speak of, the schema's words are left out.
+        // match a schema in anyOf"): of a place they speak of, the schema's words are left out (a
+        // field's unknown type stays beside another field's repeated code).
         const own = isObject(input) ? (this.rules.hooks?.check?.(input, mode) ?? []) : [];
-        const spoken = new Set(own.map((d) => attributeOf(d.path)));
-        for (const d of schemaDetails(validator.errors)) if (!spoken.has(attributeOf(d.path))) details.push({ path: join(prefix, d.path), message: d.message });
+        for (const d of schemaDetails(validator.errors)) if (!own.some((o) => samePlace(o.path, d.path))) details.push({ path: join(prefix, d.path), message: d.message });
         for (const d of own) details.push({ path: join(prefix, d.path), message: d.message });
         return;
       }
