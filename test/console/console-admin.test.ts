@@ -485,10 +485,12 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     page.on('response', heard);
     await page.getByRole('button', { name: 'Revoke API key Reader' }).click();
     await page.getByRole('dialog', { name: 'Revoke API key Reader?' }).getByRole('button', { name: 'Revoke key' }).click();
-    await itemRow('Reader').filter({ hasText: 'revoked' }).waitFor();
+    // The State cell, exactly: the row's text as a whole reads "…RevokeDelete", which holds "revoked"
+    // (Playwright's hasText is a case-insensitive substring) before anything is revoked.
+    await itemRow('Reader').getByRole('cell', { name: 'revoked', exact: true }).waitFor();
     const refused = await s.t.get('/api/tables', { key: readerKey });
     if (refused.status !== 401) {
-      // Seen in two loaded runs (a 200, and the list then held revokedAt null) and never alone: say what was said.
+      // Seen in two loaded runs while the wait above matched the row's buttons' text: say what was said.
       const stored = ((await api('/api/api-keys')).data as any[]).find((k) => k.name === 'Reader');
       const again = (await s.t.get('/api/tables', { key: readerKey })).status;
       assert.fail(
@@ -515,7 +517,7 @@ describe('console: administration in headless Chromium [sqlite]', { skip }, () =
     await nav().getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('button', { name: 'Revoke API key Ahead' }).click();
     await page.getByRole('dialog', { name: 'Revoke API key Ahead?' }).getByRole('button', { name: 'Revoke key' }).click();
-    await itemRow('Ahead').filter({ hasText: 'revoked' }).waitFor();
+    await itemRow('Ahead').getByRole('cell', { name: 'revoked', exact: true }).waitFor();
     const stored = ((await api('/api/api-keys')).data as any[]).find((k) => k.name === 'Ahead');
     assert.ok(Date.parse(stored.revokedAt) <= Date.now(), `revokedAt ${stored.revokedAt} is not in the service's past`);
     assert.equal((await s.t.get('/api/tables', { key: made.body.key })).status, 401);
