@@ -333,10 +333,8 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     // Kept: every answer below 500 to a request read whole. A 5xx keeps nothing (and writes nothing): the retry runs.
     const keep = state.keep && reply.statusCode < 500 && textual && state.request.bodyHash !== '';
     const contentType = reply.getHeader('content-type');
-    const keptBody = request.routeOptions.config.keptBody;
-    const body = payload === null || payload === undefined ? null : String(payload);
     const answer: KeptAnswer | null = keep
-      ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: body !== null && keptBody ? keptBody(body) : body }
+      ? { status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: keptText(payload, request.routeOptions.config.keptBody) }
       : null;
     end(request, answer).then(
       () => done(null, payload),
@@ -368,4 +366,11 @@ export function installIdempotency(api: FastifyInstance, database: Database, sto
     end(request, null).then(() => done(), () => done());
   };
   const onRequestAbort = (request: FastifyRequest, done: () => void) => abandon(request, null, done);
+}
+
+/** The body kept of an answer: its text, less what the route keeps nowhere (`keptBody`). */
+function keptText(payload: unknown, keptBody: ((body: string) => string) | undefined): string | null {
+  if (payload === null || payload === undefined) return null;
+  const body = String(payload);
+  return keptBody ? keptBody(body) : body;
 }

@@ -45,7 +45,12 @@ export async function keyGrant(db: MetaDb, keyId: string): Promise<Grant | null>
   return row ? keyAccess(row).grant : null;
 }
 
-const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
+/** A stored timestamp as milliseconds (null stays null). */
+export const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
+
+/** Whether a key is in force at `now`: a revocation or expiry takes effect at the time it names (one set for later is a scheduled one). */
+export const inForce = (key: { revokedAt: number | null; expiresAt: number | null }, now: number): boolean =>
+  !(key.revokedAt !== null && key.revokedAt <= now) && !(key.expiresAt !== null && key.expiresAt <= now);
 
 async function loadKey(db: MetaDb, key: string): Promise<KeyState | undefined> {
   const lookup = cachedTemplate(db, 'api-key-by-hash', (arg) =>
@@ -71,8 +76,7 @@ export function authenticate(db: MetaDb, key: string, memo?: MetadataCache<KeySt
 
 function admit(db: MetaDb, state: KeyState): Principal | null | Promise<Principal | null> {
   const now = Date.now();
-  // Both take effect at the time they name: a revocation set for later is a scheduled one.
-  if ((state.revokedAt !== null && state.revokedAt <= now) || (state.expiresAt !== null && state.expiresAt <= now)) return null;
+  if (!inForce(state, now)) return null;
   const principal: Principal = { keyId: state.id, memberId: state.memberId, grant: state.grant, rateLimit: state.rateLimit };
   if (state.lastUsedAt !== null && now - state.lastUsedAt <= LAST_USED_RESOLUTION_MS) return principal;
   // This write signals no metadata change (migration 4), so the memo keeps the state: note it

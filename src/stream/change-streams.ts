@@ -7,7 +7,7 @@ import { rowEntriesBefore } from '../store/change-history.ts';
 import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
 import { type Grant, coversTable, hasScope } from '../domain/access.ts';
-import { keyAccess } from '../store/auth-store.ts';
+import { epoch, inForce, keyAccess } from '../store/auth-store.ts';
 import type { Meta } from '../store/meta-schema.ts';
 import { type RoundTrace, roundTrace, traceNow } from './round-trace.ts';
 
@@ -745,10 +745,8 @@ function plainText(read: Read): Text {
   return read.plain;
 }
 
-const epoch = (at: string | null) => (at === null ? null : Date.parse(at));
-
 /** Whether a key's grant lets it read the rows of a table (its streams need rows:read there, as they did to open). */
 const mayRead = (key: KeyState | null, tableId: string) => key !== null && hasScope(key.grant, 'rows:read') && coversTable(key.grant, tableId);
 
-/** As the key check (auth-store.ts): a revocation or expiry takes effect at the time it names. */
-const usable = (key: KeyState | null, now: number) => key !== null && !(key.revokedAt !== null && key.revokedAt <= now) && !(key.expiresAt !== null && key.expiresAt <= now);
+/** As the key check (auth-store.ts `inForce`); null: no such key. */
+const usable = (key: KeyState | null, now: number) => key !== null && inForce(key, now);

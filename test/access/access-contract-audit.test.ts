@@ -103,6 +103,10 @@ eachDatabase('access contract audit', (kind) => {
     const exporter = await makeKey(t, ['rows:export'], [tasksId]);
     const exported = await t.get('/api/tables/tasks/rows-export', { key: exporter, query: { format: 'jsonl', encoding: 'utf8', newline: 'lf', expand: 'parent' } });
     assert.equal(exported.status, 200, exported.text);
+    // A filter through the self-link is the export-only key's to use too: the rows linking to `hidden`.
+    const filtered = await t.get('/api/tables/tasks/rows-export', { key: exporter, query: { format: 'jsonl', encoding: 'utf8', newline: 'lf', filter: { values: { parent: { _some: { id: { _eq: 'hidden' } } } } } } });
+    assert.equal(filtered.status, 200, filtered.text);
+    assert.deepEqual(filtered.text.trim().split('\n').map((line) => JSON.parse(line).id), ['mine']);
   });
 
   it('embeds members (relations) only for a key that may read members (resources:read), naming the scope', async () => {
