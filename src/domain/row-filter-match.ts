@@ -1,4 +1,4 @@
-import type { RowFilter } from './row-filter.ts';
+import type { LinkFilter, RowFilter } from './row-filter.ts';
 import type { RowColumn } from './row-columns.ts';
 import type { RowRecord } from './row.ts';
 
@@ -10,7 +10,46 @@ import type { RowRecord } from './row.ts';
  * sides are normalised to, and `_contains` on a list finds an element of the same JSON type.
  * Adapted from the reference evaluator of the property tests (test/support/reference-rows.ts),
  * against which test/domain/row-filter-match.test.ts checks it.
+ *
+ * A condition through a link (`_some`, `_none`, `_every`) asks about the linked rows, which the
+ * record does not hold: the caller finds, by a query, which of the rows its records link to meet
+ * each such condition's filter (store/links/linked-matches.ts), and passes them as `linked`.
  */
+
+/**
+ * For each `_some`, `_none` and `_every` of a filter (not those inside another's): the linked rows
+ * that exist, by id, each with whether it meets the condition's filter. A linked row not there (gone
+ * since the state judged) counts for none of the three, as the database's own reading of a list
+ * would not see it.
+ */
+export type LinkedMatches = ReadonlyMap<LinkFilter, ReadonlyMap<string, boolean>>;
+
+/** A condition on the rows a link leads to. */
+export type LinkQuantifier = Extract<LinkFilter, { mode: 'some' | 'none' | 'every' }>;
+
+/** The conditions of a filter that follow a link to judge the linked rows (`_some`, `_none`, `_every`), those inside another's left to it. */
+export function linkQuantifiers(filter: RowFilter | null, into: LinkQuantifier[] = []): LinkQuantifier[] {
+  if (filter === null) return into;
+  switch (filter.kind) {
+    case 'and':
+    case 'or':
+      for (const item of filter.items) linkQuantifiers(item, into);
+      break;
+    case 'not':
+      linkQuantifiers(filter.item, into);
+      break;
+    case 'link':
+      if (filter.mode !== 'linksTo') into.push(filter);
+      break;
+  }
+  return into;
+}
+
+/** The ids a link value holds: a single link's id or a multiple link's list (none for null). */
+export function linkedIds(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((id): id is string => typeof id === 'string');
+  return typeof value === 'string' ? [value] : [];
+}
 
 function valueOf(record: RowRecord, target: RowColumn): unknown {
   const v = target.system ? (record as unknown as Record<string, unknown>)[target.key] : record.values[target.key];
@@ -30,14 +69,14 @@ function compare(typeName: string, a: unknown, b: unknown): number {
   return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
 }
 
-export function matchesRowFilter(filter: RowFilter, record: RowRecord): boolean {
+export function matchesRowFilter(filter: RowFilter, record: RowRecord, linked?: LinkedMatches): boolean {
   switch (filter.kind) {
     case 'and':
-      return filter.items.every((f) => matchesRowFilter(f, record));
+      return filter.items.every((f) => matchesRowFilter(f, record, linked));
     case 'or':
-      return filter.items.some((f) => matchesRowFilter(f, record));
+      return filter.items.some((f) => matchesRowFilter(f, record, linked));
     case 'not':
-      return !matchesRowFilter(filter.item, record);
+      return !matchesRowFilter(filter.item, record, linked);
     case 'isNull': {
       const v = valueOf(record, filter.target);
       // A multiple link with no links reads [] and is null in its column.
@@ -45,9 +84,14 @@ export function matchesRowFilter(filter: RowFilter, record: RowRecord): boolean 
       return empty === filter.isNull;
     }
     case 'link': {
-      // Only `_has`/`_eq` reach here: a filter through a link is refused where no query runs (no `linked` tables).
-      const v = valueOf(record, filter.target);
-      return filter.mode === 'linksTo' && (Array.isArray(v) ? v.includes(filter.id) : v === filter.id);
+      const ids = linkedIds(valueOf(record, filter.target));
+      if (filter.mode === 'linksTo') return ids.includes(filter.id);
+      const rows = linked?.get(filter);
+      if (!rows) throw new Error(`matchesRowFilter: _${filter.mode} on ${filter.target.key} needs its linked rows (LinkedMatches)`);
+      // As in SQL (link-sql.ts): `_every` of no links is true.
+      if (filter.mode === 'every') return ids.every((id) => rows.get(id) !== false);
+      const some = ids.some((id) => rows.get(id) === true);
+      return filter.mode === 'some' ? some : !some;
     }
     case 'has': {
       const list = valueOf(record, filter.target);

@@ -3,7 +3,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import { tableRefusal } from '../domain/access.ts';
 import { keyGrant } from '../store/auth-store.ts';
-import { needs } from './access.ts';
+import { authorize, needs, pathTable } from './access.ts';
+import { isObject } from '../domain/json.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
 import type { TableDef } from '../domain/table.ts';
 import { type StreamQuery, parseStreamQuery, parseStreamUrlRequest } from '../domain/requests/stream-query.ts';
 import { checkUrlSignature, urlSignature } from '../files/signed-urls.ts';
@@ -83,17 +85,31 @@ async function openStream(deps: StreamDeps, reply: FastifyReply, table: TableDef
   return reply;
 }
 
+/** The table as the stream's filter is read against it: with the tables its links lead to (`_some`, `_none`, `_every`). */
+const filterLookup = (deps: StreamDeps, table: TableDef) => withLinkedTables(deps.rows.catalog, deps.rows.database.db, table);
+
+/**
+ * A stream URL is asked for with its filter in the body: rows:read on the table, and on the tables
+ * the filter reaches through links (CONTRACT §12), as a stream's query asks them (http/access.ts).
+ */
+const streamUrlNeeds = needs.rule((request) => {
+  const table = pathTable(request);
+  const body = request.body;
+  const filter = isObject(body) && body.filter !== undefined && body.filter !== null ? JSON.stringify(body.filter) : undefined;
+  return [{ scopes: ['rows:read'], table }, ...(filter === undefined ? [] : [{ scopes: ['rows:read' as const], table, reach: { filter } }])];
+});
+
 /** The routes under /api (api-plugin.ts), behind the key check. */
 export function changeStreamRoutes(api: FastifyInstance, deps: StreamDeps): void {
   api.get<{ Params: { table: string }; Querystring: Record<string, unknown> }>('/api/tables/:table/changes/stream', needs.onTable('rows:read'), async (request, reply) => {
     const table = await tableOr404(deps.rows, request.params.table);
-    const q = parseStreamQuery(request.query, request.headers['last-event-id'], table);
+    const q = parseStreamQuery(request.query, request.headers['last-event-id'], await filterLookup(deps, table));
     return openStream(deps, reply, table, keyOf(request), q);
   });
 
-  api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', needs.onTable('rows:read'), async (request) => {
+  api.post<{ Params: { table: string } }>('/api/tables/:table/changes/stream-url', streamUrlNeeds, async (request) => {
     const table = await tableOr404(deps.rows, request.params.table);
-    const { filterText, expiresIn } = parseStreamUrlRequest(request.body, table);
+    const { filterText, expiresIn } = parseStreamUrlRequest(request.body, await filterLookup(deps, table));
     const keyId = keyOf(request);
     const expires = Math.floor(Date.now() / 1000) + expiresIn;
     const query = new URLSearchParams();
@@ -120,7 +136,9 @@ export function signedChangeStreamRoutes(open: FastifyInstance, deps: StreamDeps
     const grant = await keyGrant(deps.rows.database.db, keyId);
     const refused = grant && tableRefusal(grant, 'rows:read', table.id, table.code ?? table.id);
     if (refused) throw refused;
-    const q = parseStreamQuery(rest, request.headers['last-event-id'], table);
+    // …and on the tables its filter reaches through links.
+    if (grant && filterText !== undefined) await authorize(grant, [{ scopes: ['rows:read'], table: table.id, reach: { filter: filterText } }], deps.rows.catalog, deps.rows.database.db);
+    const q = parseStreamQuery(rest, request.headers['last-event-id'], await filterLookup(deps, table));
     return openStream(deps, reply, table, keyId, q);
   });
 }

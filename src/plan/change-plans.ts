@@ -2,6 +2,7 @@ import type { HistoryQuery } from '../domain/requests/history-query.ts';
 import type { StreamQuery } from '../domain/requests/stream-query.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { TableDef } from '../domain/table.ts';
+import { filterTables } from './tables-touched.ts';
 
 /** Plans over the change log (issue 31): a table's change stream, and a page of a row's history. */
 
@@ -13,13 +14,17 @@ export interface ChangeStreamPlan {
   keyId: string;
   /** Keeps the changes whose row matches before or after the change; null keeps every change. */
   filter: RowFilter | null;
+  /** The tables whose rows it reads: its own, and those its filter's `_some`, `_none` and `_every` reach (the key must keep rows:read on each). */
+  reads: string[];
   /** The last sequence the client has: the stream sends what comes after it. */
   position: number;
 }
 
 /** The stream the query asks for, from `position` (its `after`, or where a stream without one starts: ChangeLog.startingPoint). */
 export function planChangeStream(table: TableDef, q: StreamQuery, keyId: string, position: number): ChangeStreamPlan {
-  return { kind: 'change-stream', tableId: table.id, keyId, filter: q.filter, position };
+  const reached = filterTables(q.filter);
+  reached.delete(table.id);
+  return { kind: 'change-stream', tableId: table.id, keyId, filter: q.filter, reads: [table.id, ...reached], position };
 }
 
 /** A page of a row's history: its changes numbered below `before`, newest first, one more than the page to know whether another follows. */

@@ -1,11 +1,12 @@
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { ChangeStreamPlan } from '../plan/change-plans.ts';
-import { matchesRowFilter } from '../domain/row-filter-match.ts';
+import { type LinkedMatches, linkQuantifiers, matchesRowFilter } from '../domain/row-filter-match.ts';
 import type { RowRecord } from '../domain/row.ts';
 import { changeJson } from '../render/change-json.ts';
 import { rowEntriesBefore } from '../store/change-history.ts';
 import { type ChangeLog, entriesAfter } from '../store/change-log.ts';
 import type { Database } from '../store/database.ts';
+import { linkedMatches } from '../store/links/linked-matches.ts';
 import { type Grant, coversTable, hasScope } from '../domain/access.ts';
 import { epoch, inForce, keyAccess } from '../store/auth-store.ts';
 import type { Meta } from '../store/meta-schema.ts';
@@ -439,7 +440,7 @@ export class ChangeStreams {
     let made = read.filtered.get(s.filterKey);
     if (!made) {
       const filter = s.plan.filter;
-      made = Promise.all(read.entries.map((e) => this.keeps(filter, e))).then((kept) => textOf(read.after, read.entries, kept));
+      made = this.kept(filter, read.entries).then((kept) => textOf(read.after, read.entries, kept));
       if (memo) read.filtered.set(s.filterKey, made);
     }
     return made;
@@ -579,16 +580,29 @@ export class ChangeStreams {
     });
   }
 
+  /**
+   * Which of a read's entries a filter keeps. A filter through links (`_some`, `_none`, `_every`)
+   * judges the rows the entries' rows link to, before and after each change, as they are now: the
+   * database is asked about all of them at once (linkedMatches), one statement per such condition.
+   */
+  private async kept(filter: RowFilter | null, entries: Entry[]): Promise<boolean[]> {
+    if (filter === null || linkQuantifiers(filter).length === 0) return Promise.all(entries.map((e) => this.keeps(filter, e)));
+    const states = await Promise.all(entries.flatMap((e) => [Promise.resolve(afterOf(e)), e.change.type === 'create' ? null : (e.before ??= this.before(e.change))]));
+    const records = states.filter((r): r is RowRecord => r !== null && r !== undefined);
+    const linked = await linkedMatches(this.database, filter, records);
+    return Promise.all(entries.map((e) => this.keeps(filter, e, linked)));
+  }
+
   /** CONTRACT §14: a filter keeps the changes whose row matches before or after the change. */
-  private async keeps(filter: RowFilter | null, entry: Entry): Promise<boolean> {
+  private async keeps(filter: RowFilter | null, entry: Entry, linked?: LinkedMatches): Promise<boolean> {
     if (!filter) return true;
-    entry.after ??= entry.change.row === null ? null : (JSON.parse(entry.change.row) as RowRecord);
-    if (entry.after && matchesRowFilter(filter, entry.after)) return true;
+    const after = afterOf(entry);
+    if (after && matchesRowFilter(filter, after, linked)) return true;
     if (entry.change.type === 'create') return false;
     entry.before ??= this.before(entry.change);
     const before = await entry.before;
     // The log no longer holds the row's earlier state (retention): kept rather than lost.
-    return before === undefined || (before !== null && matchesRowFilter(filter, before));
+    return before === undefined || (before !== null && matchesRowFilter(filter, before, linked));
   }
 
   /** The row as it was before the change: its entry before, from the log. */
@@ -646,7 +660,7 @@ export class ChangeStreams {
       for (const table of [...this.tables.values()]) {
         for (const s of [...table.all]) {
           const key = this.keys.get(s.plan.keyId);
-          if (key !== undefined && !(usable(key, now) && mayRead(key, table.id))) this.end(s);
+          if (key !== undefined && !(usable(key, now) && s.plan.reads.every((id) => mayRead(key, id)))) this.end(s);
         }
       }
     } finally {
@@ -737,6 +751,12 @@ function traceWrite(trace: RoundTrace, s: Stream): void {
   trace.ports.push(s.out.port ?? 0);
   trace.writes.push(at);
   trace.passEnd = at;
+}
+
+/** The row after the change (null: deleted), parsed once. */
+function afterOf(entry: Entry): RowRecord | null {
+  entry.after ??= entry.change.row === null ? null : (JSON.parse(entry.change.row) as RowRecord);
+  return entry.after;
 }
 
 /** A read's text for the streams without a filter (made once). */

@@ -10,7 +10,7 @@ export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'off';
  * EventSource reconnects by itself with Last-Event-ID while the URL is valid; once it gives up (the
  * URL expired), a new URL is asked for and the stream resumes after the last change received.
  */
-export function useLive(api: Api, table: string, filter: string | null, onChange: (c: Change, mayAdd: boolean) => void): LiveState {
+export function useLive(api: Api, table: string, filter: string | null, onChange: (c: Change) => void): LiveState {
   const [state, setState] = useState<LiveState>('connecting');
   const handler = useRef(onChange);
   handler.current = onChange;
@@ -21,16 +21,11 @@ export function useLive(api: Api, table: string, filter: string | null, onChange
     let lastId: string | null = null;
     let retry: ReturnType<typeof setTimeout> | undefined;
 
-    // A stream's filter cannot look through links (CONTRACT §14 takes _has and _isNull there): such a
-    // view follows the whole table's stream, and its changes only update or remove rows it holds.
-    const streamFilter = filter && !looksThroughLinks(JSON.parse(filter)) ? filter : null;
-    const mayAdd = filter === streamFilter;
-
     async function open() {
       if (stopped) return;
       let url: string;
       try {
-        url = sameOrigin((await api.streamUrl(table, streamFilter)).url);
+        url = sameOrigin((await api.streamUrl(table, filter)).url);
       } catch (err) {
         // A key that may not read the stream (or a service without it): the grid works, just not live.
         if (err instanceof ApiError && err.status >= 400 && err.status < 500) return setState('off');
@@ -44,7 +39,7 @@ export function useLive(api: Api, table: string, filter: string | null, onChange
       source.addEventListener('change', (e) => {
         const event = e as MessageEvent<string>;
         lastId = event.lastEventId;
-        handler.current(JSON.parse(event.data) as Change, mayAdd);
+        handler.current(JSON.parse(event.data) as Change);
       });
       source.onerror = () => {
         if (!source || source.readyState !== EventSource.CLOSED) return setState('reconnecting');
@@ -62,10 +57,4 @@ export function useLive(api: Api, table: string, filter: string | null, onChange
   }, [api, table, filter]);
 
   return state;
-}
-
-/** Whether a filter holds a condition looking through a link (`_some`, `_none`, `_every`). */
-function looksThroughLinks(filter: unknown): boolean {
-  if (typeof filter !== 'object' || filter === null) return false;
-  return Object.entries(filter).some(([k, v]) => k === '_some' || k === '_none' || k === '_every' || looksThroughLinks(v));
 }

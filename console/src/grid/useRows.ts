@@ -75,10 +75,10 @@ export function useRows(api: Api, table: string, filter: string | null, sort: st
   /**
    * Another client's write, from the change stream: a changed row put in place (unless the grid
    * already holds a newer one), a deleted one taken out, a created one added at the end once the
-   * last page is loaded (before that, paging reaches it where the view's order puts it) when the
-   * stream follows the view's own filter (`mayAdd`).
+   * last page is loaded (before that, paging reaches it where the view's order puts it). The stream
+   * follows the view's own filter, links included (CONTRACT §14).
    */
-  const applyChange = useCallback((change: Change, mayAdd = true) => {
+  const applyChange = useCallback((change: Change) => {
     setState((s) => {
       const at = s.rows.findIndex((r) => r.id === change.rowId);
       if (change.type === 'delete' || change.row === null) return at < 0 ? s : { ...s, rows: s.rows.filter((r) => r.id !== change.rowId) };
@@ -89,7 +89,7 @@ export function useRows(api: Api, table: string, filter: string | null, sort: st
         rows[at] = row;
         return { ...s, rows };
       }
-      return mayAdd && s.done && !s.loading ? { ...s, rows: [...s.rows, row] } : s;
+      return s.done && !s.loading ? { ...s, rows: [...s.rows, row] } : s;
     });
   }, []);
 
