@@ -192,6 +192,39 @@ eachDatabase('Idempotency-Key', (kind) => {
     assert.equal(replay.headers['idempotent-replayed'], 'true');
   });
 
+  it('keeps no 401, 403 or 429: they come before the request runs, and its retry runs once it may', async () => {
+    const kept = async (idem: string) => (await t.database.db.selectFrom('rh_idempotency').select('key').where('key', '=', idem).execute()).length;
+    // 403: the key lacks rows:create; given it, the retry with the same Idempotency-Key runs, and is kept from then on.
+    const reader = await makeKey(t, ['rows:read']);
+    const readerId = (await t.get('/api/api-keys/me', { key: reader })).body.id as string;
+    const idem = fresh();
+    const body = { values: { title: 'after a 403' } };
+    expectError(await t.post('/api/tables/orders/rows', body, withKey(idem, { key: reader })), 403);
+    assert.equal(await kept(idem), 0);
+    assert.equal((await t.put(`/api/api-keys/${readerId}`, { scopes: ['rows:read', 'rows:create'] })).status, 200);
+    const ran = await t.post('/api/tables/orders/rows', body, withKey(idem, { key: reader }));
+    assert.equal(ran.status, 201, ran.text);
+    assert.equal(ran.headers['idempotent-replayed'], undefined);
+    const replayed = await t.post('/api/tables/orders/rows', body, withKey(idem, { key: reader }));
+    assert.deepEqual([replayed.status, replayed.headers['idempotent-replayed'], replayed.text], [201, 'true', ran.text]);
+    // 429: over the key's limit; after Retry-After the retry runs.
+    const limited = await makeKey(t, ['*'], ['*'], { rateLimit: { requests: 1, perSeconds: 1 } });
+    assert.equal((await t.get('/api/tables/orders', { key: limited })).status, 200);
+    const idem2 = fresh();
+    const refused = await t.post('/api/tables/orders/rows', { values: { title: 'after a 429' } }, withKey(idem2, { key: limited }));
+    expectError(refused, 429);
+    assert.equal(await kept(idem2), 0);
+    await new Promise((resolve) => setTimeout(resolve, Number(refused.headers['retry-after']) * 1000 + 50));
+    const later = await t.post('/api/tables/orders/rows', { values: { title: 'after a 429' } }, withKey(idem2, { key: limited }));
+    assert.equal(later.status, 201, later.text);
+    assert.equal(later.headers['idempotent-replayed'], undefined);
+    // 401: no valid key, nothing to keep it under.
+    const idem3 = fresh();
+    expectError(await t.post('/api/tables/orders/rows', { values: { title: 'after a 401' } }, withKey(idem3, { key: 'rh_nosuchkey0000000000000000000000000000000' })), 401);
+    assert.equal(await kept(idem3), 0);
+    assert.equal((await allRows(t, 'orders')).filter((r) => r.values.title === 'after a 401').length, 0);
+  });
+
   it('answers 400 naming the header for an empty, too long or non-ASCII key', async () => {
     const before = await dataChecksum(t);
     for (const key of ['', 'x'.repeat(256), 'caf\u00e9', 'tab\there']) {
