@@ -12,7 +12,7 @@ import { publicPlugin } from './http/public-plugin.ts';
 import { Files } from './files/files.ts';
 import { openStorage } from './files/storage.ts';
 import type { Database } from './store/database.ts';
-import { apiKeys } from './store/resources/api-keys.ts';
+import { apiKeysSpec } from './store/resources/api-keys.ts';
 import { environmentVariables } from './store/resources/environment-variables.ts';
 import { flowsSpec } from './store/resources/flows.ts';
 import { flowDeliveries } from './store/resources/flow-deliveries.ts';
@@ -119,7 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const changes = config.changeLog ? new ChangeLog(database, (table, row) => entryRecordJson(table, row, database.dialect)) : undefined;
   const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
-  const resources = [environmentVariables, flows, flowDeliveries, members, apiKeys, tablesSpec(database.dialect, { files, changes })].map(
+  const resources = [environmentVariables, flows, flowDeliveries, members, apiKeysSpec({ defaultRateLimit: config.rateLimit }), tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),
   );
   const sender = new WebhookSender({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });

@@ -78,15 +78,56 @@ export function tableRefusal(grant: Grant, scope: Scope, tableId: string, name =
   return refusal(grant, [{ scopes: [scope], table: { ref: name, id: tableId, name } }]);
 }
 
-/** No escalation: the scope or table of `wanted` that `caller` lacks, as a 403; null when it has them all. */
-export function escalation(caller: Grant, wanted: Grant, tableName: (id: string) => string = (id) => id): ServiceError | null {
+/** The limit a key is held to: its own `rateLimit`, else the default (ROWHOUSE_RATE_LIMIT), else none (null). */
+export const effectiveRateLimit = (own: RateLimit | null, fallback: RateLimit | null): RateLimit | null => own ?? fallback;
+
+/** What the no-escalation rule compares of two keys: the grant, and the limit each is held to (`effectiveRateLimit`; null: none). */
+export interface KeyPowers extends Grant {
+  readonly rateLimit: RateLimit | null;
+  /** The limit is the default's, the key having none of its own (for the message). */
+  readonly byDefault?: boolean;
+}
+
+/** A key's powers: its grant, and its own rate limit (null: none) as the default `fallback` makes it. */
+export function keyPowers(grant: Grant, own: RateLimit | null, fallback: RateLimit | null): KeyPowers {
+  const rateLimit = effectiveRateLimit(own, fallback);
+  return { scopes: grant.scopes, tables: grant.tables, rateLimit, byDefault: rateLimit !== null && own === null };
+}
+
+const limitText = ({ rateLimit, byDefault }: KeyPowers) =>
+  rateLimit ? `${rateLimit.requests} per ${rateLimit.perSeconds} s${byDefault ? ', the default' : ''}` : 'unlimited';
+
+/**
+ * Whether `wanted` is held to no looser a limit than `limit`: limited too, at a rate
+ * (requests/perSeconds) not above it, with a burst (`requests`) not above it. No limit: anything is.
+ */
+export function rateLimitWithin(limit: RateLimit | null, wanted: RateLimit | null): boolean {
+  if (!limit) return true;
+  if (!wanted) return false;
+  // Cross-multiplied: whole numbers below 2^53 (10^9 × 86,400), so exact.
+  return wanted.requests * limit.perSeconds <= limit.requests * wanted.perSeconds && wanted.requests <= limit.requests;
+}
+
+/**
+ * No escalation (CONTRACT §12): the scope, table or rate limit of `wanted` that `caller` lacks, as a
+ * 403; null when `wanted` is within it all. A caller without a rate limit gives any; a limited one
+ * only a limit within its own (`rateLimitWithin`).
+ */
+export function escalation(caller: KeyPowers, wanted: KeyPowers, tableName: (id: string) => string = (id) => id): ServiceError | null {
   for (const s of wanted.scopes) {
     if (!hasScope(caller, s)) return forbidden(`this key lacks ${s}: a key can give another key only scopes it has itself`);
   }
-  if (allTables(caller)) return null;
-  for (const t of wanted.tables) {
-    if (t === ALL) return forbidden('this key lacks access to every table: a key can give another key only tables it has itself');
-    if (!coversTable(caller, t)) return forbidden(`this key lacks table ${tableName(t)}: a key can give another key only tables it has itself`);
+  if (!allTables(caller)) {
+    for (const t of wanted.tables) {
+      if (t === ALL) return forbidden('this key lacks access to every table: a key can give another key only tables it has itself');
+      if (!coversTable(caller, t)) return forbidden(`this key lacks table ${tableName(t)}: a key can give another key only tables it has itself`);
+    }
+  }
+  if (!rateLimitWithin(caller.rateLimit, wanted.rateLimit)) {
+    return forbidden(
+      `this key's rate limit (${limitText(caller)}) is lower than the key it asks for (${limitText(wanted)}): ` +
+        'a key can give another key only a rate limit within its own, no faster and with no larger burst',
+    );
   }
   return null;
 }

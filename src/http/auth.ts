@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Grant } from '../domain/access.ts';
+import type { Grant, RateLimit } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { Database } from '../store/database.ts';
 import type { AnswerWithWrite } from '../store/change-entries.ts';
@@ -48,8 +48,15 @@ export function installAuth(api: FastifyInstance, database: Database, limit: Rat
 }
 
 /** The member a write is made by: createdBy/updatedBy. */
-export function writeContext(request: FastifyRequest): { memberId: string; now: string; keyId: string; grant: Grant; keptAnswer: AnswerWithWrite | undefined } {
+export function writeContext(request: FastifyRequest): {
+  memberId: string;
+  now: string;
+  keyId: string;
+  grant: Grant;
+  rateLimit: RateLimit | null;
+  keptAnswer: AnswerWithWrite | undefined;
+} {
   if (!request.principal) throw unauthorized('X-API-Key header is required');
-  const { memberId, keyId, grant } = request.principal;
-  return { memberId, now: new Date().toISOString(), keyId, grant, keptAnswer: keptAnswerOf(request) };
+  const { memberId, keyId, grant, rateLimit } = request.principal;
+  return { memberId, now: new Date().toISOString(), keyId, grant, rateLimit, keptAnswer: keptAnswerOf(request) };
 }

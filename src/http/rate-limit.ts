@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RateLimit } from '../domain/access.ts';
+import { type RateLimit, effectiveRateLimit } from '../domain/access.ts';
 import { ServiceError } from '../domain/errors.ts';
 
 /**
@@ -28,8 +28,9 @@ export function rateLimiter(fallback: RateLimit | null, now: () => number = Date
   const buckets = new Map<string, Bucket>();
   return (request, reply) => {
     const principal = request.principal;
-    const limit = principal?.rateLimit ?? fallback;
-    if (!principal || !limit) return undefined;
+    if (!principal) return undefined;
+    const limit = effectiveRateLimit(principal.rateLimit, fallback);
+    if (!limit) return undefined;
     const t = now();
     let bucket = buckets.get(principal.keyId);
     // A new key, or its limit changed (PUT rateLimit): a full bucket of the new size.

@@ -157,6 +157,72 @@ eachDatabase('openapi: the service’s document and /docs', (kind) => {
     conforms('/docs', 'get', await t.get('/docs', { key: null }));
   });
 
+  it('lists 403 and 429 wherever a key is taken; a scoped key’s 403 and a limited key’s 429 on the generic resources conform to it', async () => {
+    // Every operation that takes a key may refuse it for a scope or table it lacks, or for its rate limit (CONTRACT §12).
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const method of METHODS.filter((m) => m in item)) {
+        const op = item[method];
+        if (op.security?.length === 0) continue;
+        for (const status of ['403', '429']) if (!(status in op.responses)) missing.push(`${method} ${path} ${status}`);
+      }
+    }
+    assert.deepEqual(missing, [], 'keyed operations without 403 or 429');
+
+    // A key with rows:read alone is refused every generic resource's routes.
+    const made = await t.post('/api/api-keys', { name: 'rows only', scopes: ['rows:read'] });
+    assert.equal(made.status, 201, made.text);
+    const key = made.body.key as string;
+    const id = '00000000-0000-4000-8000-000000000000';
+    const bodies: Record<string, Record<string, unknown>> = {
+      'environment-variables': { name: 'X', value: '1' },
+      flows: { name: 'f', definition: {} },
+      members: { name: 'm' },
+      'api-keys': { name: 'k', scopes: ['rows:read'] },
+      tables: { code: 'refused', name: 'Refused', fields: [] },
+    };
+    for (const [resource, body] of Object.entries(bodies)) {
+      const base = `/api/${resource}`;
+      const refused = (path: string, method: string, reply: Reply) => {
+        expectError(reply, 403);
+        conforms(path, method, reply);
+      };
+      refused(base, 'get', await t.get(base, { key }));
+      refused(base, 'post', await t.post(base, body, { key }));
+      refused(`${base}/create-many`, 'post', await t.post(`${base}/create-many`, [body], { key }));
+      refused(`${base}/update-many`, 'put', await t.put(`${base}/update-many`, [{ id, ...body }], { key }));
+      refused(`${base}/delete-many`, 'delete', await t.delete(`${base}/delete-many`, [id], { key }));
+      refused(`${base}/{id}`, 'get', await t.get(`${base}/${id}`, { key }));
+      refused(`${base}/{id}`, 'put', await t.put(`${base}/${id}`, body, { key }));
+      refused(`${base}/{id}`, 'delete', await t.delete(`${base}/${id}`, undefined, { key }));
+    }
+    for (const [path, url] of [['/api/flow-deliveries', '/api/flow-deliveries'], ['/api/flow-deliveries/{id}', `/api/flow-deliveries/${id}`]]) {
+      const reply = await t.get(url, { key });
+      expectError(reply, 403);
+      conforms(path, 'get', reply);
+    }
+    const retry = await t.post(`/api/flow-deliveries/${id}/retry`, undefined, { key });
+    expectError(retry, 403);
+    conforms('/api/flow-deliveries/{id}/retry', 'post', retry);
+    // Its own record, with its member embedded: that needs resources:read.
+    const me = await t.get('/api/api-keys/me', { key, query: { relations: ['member'] } });
+    expectError(me, 403);
+    conforms('/api/api-keys/me', 'get', me);
+
+    // A key of one request an hour: its second is a 429.
+    const once = await t.post('/api/api-keys', { name: 'once', rateLimit: { requests: 1, perSeconds: 3600 } });
+    assert.equal(once.status, 201, once.text);
+    conforms('/api/members', 'get', await t.get('/api/members', { key: once.body.key }));
+    for (const [path, method, reply] of [
+      ['/api/members', 'get', await t.get('/api/members', { key: once.body.key })],
+      ['/api/api-keys/me', 'get', await t.get('/api/api-keys/me', { key: once.body.key })],
+      ['/api/environment-variables', 'post', await t.post('/api/environment-variables', bodies['environment-variables'], { key: once.body.key })],
+    ] as const) {
+      expectError(reply, 429);
+      conforms(path, method, reply);
+    }
+  });
+
   it('is served without a key, the same text each time; /api still needs one', async () => {
     const first = await t.get('/openapi.json', { key: null });
     const second = await t.get('/openapi.json', { key: null });

@@ -170,7 +170,7 @@ function KeyForm({ api, me, item, onSaved, onClose }: FormProps<ApiKey>) {
       </label>
       <fieldset aria-describedby={giveId}>
         <legend>Scopes</legend>
-        <p id={giveId} className="note">A key can give only the scopes and tables it has itself.</p>
+        <p id={giveId} className="note">A key can give only the scopes and tables it has itself, and a rate limit within its own.</p>
         {SCOPES.map(([s, text]) => (
           <label key={s} className="check">
             <input
@@ -208,6 +208,11 @@ function KeyForm({ api, me, item, onSaved, onClose }: FormProps<ApiKey>) {
       </fieldset>
       <fieldset>
         <legend>Rate limit (empty: none)</legend>
+        {me.rateLimit && (
+          <p className="note">
+            Your key is held to {me.rateLimit.requests} per {me.rateLimit.perSeconds} s: the keys it makes or changes need a limit no faster and with no larger burst.
+          </p>
+        )}
         <label>
           Requests
           <input type="number" min={1} step={1} value={requests} onChange={(e) => setRequests(e.currentTarget.value)} />

@@ -1,4 +1,4 @@
-import { ALL, FULL_GRANT, type Grant, escalation, rateLimitProblems, scopesProblems, tablesShapeProblems } from '../../domain/access.ts';
+import { ALL, FULL_GRANT, type Grant, type RateLimit, escalation, forbidden, hasScope, keyPowers, rateLimitProblems, scopesProblems, tablesShapeProblems } from '../../domain/access.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../domain/api-key.ts';
 import { isUuid } from '../../domain/codes.ts';
 import { type ErrorDetail, badRequest, invalid } from '../../domain/errors.ts';
@@ -24,22 +24,34 @@ export async function tableIds(db: MetaDb, refs: readonly string[], path = 'tabl
   return ids;
 }
 
-/** No escalation (CONTRACT §12): the key a request creates, changes or deletes has no scope or table its own key lacks. */
-async function requireWithin(db: MetaDb, ctx: WriteContext, wanted: Grant): Promise<void> {
+/** A key as the no-escalation rule sees it: its grant, and its own rate limit (null: none of its own). */
+interface WantedKey extends Grant {
+  rateLimit: RateLimit | null;
+}
+
+/**
+ * No escalation (CONTRACT §12): the key a request creates, changes or deletes has no scope or table
+ * its own key lacks, and is held to a rate limit within its own (each key's own, else the default).
+ */
+async function requireWithin(db: MetaDb, ctx: WriteContext, wanted: WantedKey, defaultRateLimit: RateLimit | null): Promise<void> {
   if (!ctx.grant) return;
-  const refused = escalation(ctx.grant, wanted, await tableNamer(db, wanted.tables));
+  const caller = keyPowers(ctx.grant, ctx.rateLimit ?? null, defaultRateLimit);
+  const refused = escalation(caller, keyPowers(wanted, wanted.rateLimit, defaultRateLimit), await tableNamer(db, wanted.tables));
   if (refused) throw refused;
 }
 
-const stored = (v: unknown): string[] => (typeof v === 'string' ? JSON.parse(v) : v) as string[];
+/** A JSON column as the driver gives it: text on SQLite, parsed on PostgreSQL (SQL null: null). */
+const stored = <T = string[]>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
+const storedKey = (item: Attrs): WantedKey => ({ scopes: stored(item.scopes), tables: stored(item.tables), rateLimit: stored<RateLimit | null>(item.rateLimit) ?? null });
 
-export const apiKeys: ResourceSpec = {
+/** The api-keys resource; `defaultRateLimit` (ROWHOUSE_RATE_LIMIT) is the limit of keys without one, for no escalation. */
+export const apiKeysSpec = ({ defaultRateLimit }: { defaultRateLimit: RateLimit | null }): ResourceSpec => ({
   name: 'api-keys',
   table: 'rh_api_keys',
   label: 'API key',
   attrs: {
     name: { type: 'text', schema: { type: 'string', minLength: 1, maxLength: 255 }, create: 'required' },
-    // Defaults to the member whose key makes the request.
+    // Defaults to the member whose key makes the request; another member needs resources:write.
     memberId: { type: 'text', schema: { type: 'string' }, update: false },
     prefix: { type: 'text', schema: { type: 'string' }, create: 'no' },
     keyHash: { type: 'text', schema: { type: 'string' }, create: 'no', hidden: true },
@@ -72,16 +84,22 @@ export const apiKeys: ResourceSpec = {
     },
     async beforeInsert(tx, columns, input, ctx) {
       const memberId = typeof columns.memberId === 'string' ? columns.memberId : ctx.memberId;
+      // A key for another member writes as that member (createdBy/updatedBy): only a key that
+      // manages members may make one. Before the lookup, so the 403 says nothing of who exists.
+      if (ctx.grant && memberId !== ctx.memberId && !hasScope(ctx.grant, 'resources:write')) {
+        throw forbidden('this key lacks resources:write: a key can make keys for another member (memberId) only with resources:write');
+      }
       columns.memberId = memberId;
       const member = await tx.selectFrom('rh_members').select('id').where('id', '=', memberId).executeTakeFirst();
       if (!member) throw badRequest(`memberId: no member ${memberId}`);
       // Left out, scopes and tables are ["*"]: a limited key must name what it gives.
-      const grant: Grant = {
+      const wanted: WantedKey = {
         scopes: (input.scopes as string[] | undefined) ?? FULL_GRANT.scopes,
         tables: await tableIds(tx, (input.tables as string[] | undefined) ?? FULL_GRANT.tables),
+        rateLimit: (input.rateLimit as RateLimit | null | undefined) ?? null,
       };
-      await requireWithin(tx, ctx, grant);
-      columns.tables = JSON.stringify(grant.tables);
+      await requireWithin(tx, ctx, wanted, defaultRateLimit);
+      columns.tables = JSON.stringify(wanted.tables);
       const key = generateApiKey();
       columns.keyHash = hashApiKey(key);
       columns.prefix = apiKeyPrefix(key);
@@ -89,16 +107,24 @@ export const apiKeys: ResourceSpec = {
       return { key };
     },
     async beforeUpdate(tx, before: Item, changes, input, ctx) {
-      // Changing a key needs all it has, before and after the change.
-      await requireWithin(tx, ctx, { scopes: stored(before.scopes), tables: stored(before.tables) });
+      // Changing a key (one's own included) needs all it has, before and after the change: its
+      // rate limit may be tightened, not loosened.
+      const was = storedKey(before);
+      await requireWithin(tx, ctx, was, defaultRateLimit);
       if (input.tables !== undefined) changes.tables = JSON.stringify(await tableIds(tx, input.tables as string[]));
-      await requireWithin(tx, ctx, {
-        scopes: (input.scopes as string[] | undefined) ?? stored(before.scopes),
-        tables: changes.tables === undefined ? stored(before.tables) : stored(changes.tables),
-      });
+      await requireWithin(
+        tx,
+        ctx,
+        {
+          scopes: (input.scopes as string[] | undefined) ?? was.scopes,
+          tables: changes.tables === undefined ? was.tables : stored(changes.tables),
+          rateLimit: input.rateLimit === undefined ? was.rateLimit : (input.rateLimit as RateLimit | null),
+        },
+        defaultRateLimit,
+      );
     },
     async beforeDelete(tx, item, ctx) {
-      await requireWithin(tx, ctx, { scopes: stored(item.scopes), tables: stored(item.tables) });
+      await requireWithin(tx, ctx, storedKey(item), defaultRateLimit);
     },
   },
-};
+});

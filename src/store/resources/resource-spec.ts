@@ -1,4 +1,4 @@
-import type { Grant } from '../../domain/access.ts';
+import type { Grant, RateLimit } from '../../domain/access.ts';
 import type { ErrorDetail } from '../../domain/errors.ts';
 import type { AttrType } from '../../domain/resource-query.ts';
 import type { Meta, MetaDb } from '../meta-schema.ts';
@@ -37,6 +37,11 @@ export interface WriteContext {
   now: string;
   /** What the request's key may do, for the checks a write makes inside its transaction (no escalation, a flow's table); absent: the service itself. */
   grant?: Grant;
+  /**
+   * With `grant`: the request's key's own rate limit (null: none of its own, so the default), for no
+   * escalation through the rate limit (api-keys.ts).
+   */
+  rateLimit?: RateLimit | null;
   /**
    * A request's answer its one single-row create keeps in the same atomic step (an
    * Idempotency-Key's, AnswerWithWrite; http/idempotency.ts): then any other write of the request is
