@@ -132,6 +132,16 @@ describe('console: live, links, insight, files, import and export in headless Ch
     await row('p2').waitFor({ state: 'detached' });
     await row('p1').waitFor();
     assert.deepEqual(JSON.parse(new URL(page.url()).searchParams.get('filter') as string), { values: { tasks: { _some: { values: { points: { _gt: 6 } } } } } });
+    // The grid follows the view's own stream, its filter through the link included: a project written
+    // with a task of 9 points appears, one written just before it without tasks does not.
+    await page.getByRole('status', { name: 'Live updates' }).filter({ hasText: 'Live' }).waitFor();
+    assert.equal((await s.t.post('/api/tables/tasks/rows', { id: 't9', values: { title: 'Nine', points: 9 } })).status, 201);
+    assert.equal((await s.t.post('/api/tables/projects/rows', { id: 'p4', values: { name: 'Delta' } })).status, 201);
+    assert.equal((await s.t.post('/api/tables/projects/rows', { id: 'p3', values: { name: 'Gamma', tasks: ['t9'] } })).status, 201);
+    await row('p3').waitFor();
+    assert.equal(await row('p4').count(), 0, 'a project the filter does not keep was added');
+    for (const path of ['projects/rows/p3', 'projects/rows/p4', 'tasks/rows/t9']) assert.equal((await s.t.delete(`/api/tables/${path}`)).status, 204);
+    await row('p3').waitFor({ state: 'detached' });
 
     // The chip opens the linked row, in its own table.
     await cell('p1', 3).getByRole('button', { name: 'Open linked row t3 (Tasks)' }).click();
