@@ -2,6 +2,7 @@ import type { FieldDef } from '../domain/field-types/field-type.ts';
 import { isLinkField, linkOptions } from '../domain/field-types/link.ts';
 import type { TableDef } from '../domain/table.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
+import { linkQuantifiers } from '../domain/row-filter-match.ts';
 import type { RowReadPlan } from './row-plans.ts';
 
 /**
@@ -16,20 +17,9 @@ import type { RowReadPlan } from './row-plans.ts';
  * the target table (CONTRACT §12 asks rows:read there of `expand` and the `_some`-style filters).
  */
 export function filterTables(filter: RowFilter | null, into = new Set<string>()): Set<string> {
-  if (filter === null) return into;
-  switch (filter.kind) {
-    case 'and':
-    case 'or':
-      for (const item of filter.items) filterTables(item, into);
-      break;
-    case 'not':
-      filterTables(filter.item, into);
-      break;
-    case 'link':
-      if (filter.mode === 'linksTo') break;
-      into.add(filter.table);
-      filterTables(filter.filter, into);
-      break;
+  for (const through of linkQuantifiers(filter)) {
+    into.add(through.table);
+    filterTables(through.filter, into);
   }
   return into;
 }
