@@ -207,7 +207,7 @@ function KeyForm({ api, me, item, onSaved, onClose }: FormProps<ApiKey>) {
           ))}
       </fieldset>
       <fieldset>
-        <legend>Rate limit (empty: none)</legend>
+        <legend>Rate limit (empty: the service’s default, ROWHOUSE_RATE_LIMIT, if one is set; else none)</legend>
         {me.rateLimit && (
           <p className="note">
             Your key is held to {me.rateLimit.requests} per {me.rateLimit.perSeconds} s: the keys it makes or changes need a limit no faster and with no larger burst.
