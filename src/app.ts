@@ -118,13 +118,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', () => files.close());
 
   const changes = config.changeLog ? new ChangeLog(database, (table, row) => entryRecordJson(table, row, database.dialect)) : undefined;
-  const flows = flowsSpec({ dialect: database.dialect, allowPrivate: config.webhookAllowPrivate });
+  // One catalog of tables for the rows routes, flows' filters and their planning.
+  const catalog = new TableCatalog(database);
+  const flows = flowsSpec({ dialect: database.dialect, catalog, allowPrivate: config.webhookAllowPrivate });
   const resources = [environmentVariables, flows, flowDeliveries, members, apiKeysSpec({ defaultRateLimit: config.rateLimit }), tablesSpec(database.dialect, { files, changes })].map(
     (spec) => new ResourceStore(spec, database),
   );
   const sender = new WebhookSender({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const webhooks = new WebhookWorker(
-    new DeliveryStore(database),
+    new DeliveryStore(database, catalog),
     sender,
     {
       attempts: config.webhookAttempts,
@@ -141,7 +143,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sender.close();
   });
   app.decorate('changes', changes ?? null);
-  const catalog = new TableCatalog(database);
   const rowStore = new RowStore(database, files, changes, new LinkWrites(database, catalog));
   const rows = { database, catalog, rows: rowStore, files, secret: deps.secret, publicUrl: config.publicUrl };
   const streams = changes

@@ -134,9 +134,11 @@ class Parser {
     }
     if (!LINK_OPS.includes(op)) return this.problem(path, `operator not allowed on ${target.key} (a link); use ${ops}`);
     if (links + 1 > MAX_LINK_DEPTH) return this.problem(path, `follows more than ${MAX_LINK_DEPTH} links, one inside another`);
-    // Only where the filter runs as a query (the lookup lists the linked tables): a flow's trigger judges one row in memory.
-    const linked = this.table.linked === undefined ? undefined : table === this.table.id ? this.table : this.table.linked.get(table);
-    if (!linked) return this.problem(path, `filters through links to other tables are not available here; use _has, _isNull${multiple ? '' : ', _eq'}`);
+    // Only where the lookup lists the linked tables (store/links/linked-tables.ts).
+    if (this.table.linked === undefined) return this.problem(path, `filters through links to other tables are not available here; use _has, _isNull${multiple ? '' : ', _eq'}`);
+    const linked = table === this.table.id ? this.table : this.table.linked.get(table);
+    // A table deleted since the field was read (a stored filter read again: a flow's, events/delivery-store.ts).
+    if (!linked) return this.problem(path, `${target.key} links to a table that no longer exists`);
     const filter = this.filter(value, path, depth + 1, linked, links + 1);
     if (!filter) return null;
     return { kind: 'link', target, table, mode: op.slice(1) as 'some' | 'none' | 'every', filter };

@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { type CompiledQuery, sql } from 'kysely';
 import type { FlowDefinition } from '../domain/flow-definition.ts';
 import { parseRowFilter } from '../domain/row-filter.ts';
-import { matchesRowFilter } from '../domain/row-filter-match.ts';
+import { type LinkedMatches, linkQuantifiers, matchesRowFilter } from '../domain/row-filter-match.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
 import { changeJson } from '../render/change-json.ts';
 import { type Database, inTransaction } from '../store/database.ts';
 import { entriesAfter } from '../store/change-log.ts';
 import type { Meta, MetaDb } from '../store/meta-schema.ts';
-import { loadFields } from '../store/table-catalog.ts';
+import type { TableCatalog } from '../store/table-catalog.ts';
+import { linkedMatches } from '../store/links/linked-matches.ts';
+import { withLinkedTables } from '../store/links/linked-tables.ts';
+import type { FieldLookup } from '../domain/row-columns.ts';
 import type { RowRecord } from '../domain/row.ts';
 
 /**
@@ -52,7 +55,11 @@ const PLAN_BATCH = 500;
 const INSERT_BATCH = 100;
 
 export class DeliveryStore {
-  constructor(private readonly database: Database) {}
+  /** `catalog`: the tables a flow's filter is read against (its own, and those its links lead to). */
+  constructor(
+    private readonly database: Database,
+    private readonly catalog: TableCatalog,
+  ) {}
 
   private get db(): MetaDb {
     return this.database.db;
@@ -100,10 +107,10 @@ export class DeliveryStore {
       const through = await this.database.changeNumbering.readableThrough(tx, cursor.tableId);
       const changes = await entriesAfter(tx, cursor.tableId, Number(cursor.sequence), through, PLAN_BATCH);
       if (changes.length === 0) return 0;
-      const judge = await this.judge(tx, definition);
+      const triggered = changes.filter((c) => definition.trigger.events.includes(c.type));
+      const judge = await this.judge(tx, definition, triggered);
       const rows: Delivery[] = [];
-      for (const c of changes) {
-        if (!definition.trigger.events.includes(c.type)) continue;
+      for (const c of triggered) {
         const verdict = judge(c);
         if (verdict === false) continue;
         const failed = typeof verdict === 'string';
@@ -122,22 +129,35 @@ export class DeliveryStore {
   }
 
   /**
-   * Whether a change passes the flow's filter: true, false, or why it cannot be told (the filter
-   * no longer fits the table's fields: the delivery is then failed, with that reason, rather than
-   * lost). A delete carries no row: every delete passes a filter.
+   * Whether each of a batch's changes passes the flow's filter: true, false, or why it cannot be
+   * told (the filter no longer fits the table's fields, or the tables its links lead to: the
+   * delivery is then failed, with that reason, rather than lost). A delete carries no row: every
+   * delete passes a filter. A filter through links (`_some`, `_none`, `_every`, CONTRACT §11)
+   * judges the rows the changed row links to after the change as they are now, in the planning
+   * transaction: the database is asked about the whole batch's linked rows at once
+   * (linkedMatches: one statement per such condition), not once per change.
    */
-  private async judge(tx: MetaDb, definition: FlowDefinition): Promise<(c: Meta['rh_changes']) => boolean | string> {
+  private async judge(tx: MetaDb, definition: FlowDefinition, changes: readonly Meta['rh_changes'][]): Promise<(c: Meta['rh_changes']) => boolean | string> {
     const raw = definition.trigger.filter;
     if (raw === undefined) return () => true;
     const tableId = definition.trigger.table;
-    const fields = (await loadFields(tx, this.database.dialect, [tableId])).get(tableId) ?? [];
+    const table = await this.catalog.find(tx, tableId);
+    // A table deleted meanwhile has no fields: a filter naming one no longer fits.
+    const lookup: FieldLookup = table ? await withLinkedTables(this.catalog, tx, table) : { id: tableId, fields: [], fieldsByCode: new Map() };
     const details: ErrorDetail[] = [];
-    const filter = parseRowFilter(raw, { id: tableId, fields, fieldsByCode: new Map(fields.map((f) => [f.code, f])) }, details);
+    const filter = parseRowFilter(raw, lookup, details);
     if (!filter) {
       const why = `the flow's filter no longer fits its table: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`;
       return (c) => (c.row === null ? true : why);
     }
-    return (c) => c.row === null || matchesRowFilter(filter, JSON.parse(c.row) as RowRecord);
+    const records = new Map<Meta['rh_changes'], RowRecord>();
+    for (const c of changes) if (c.row !== null) records.set(c, JSON.parse(c.row) as RowRecord);
+    let linked: LinkedMatches | undefined;
+    if (linkQuantifiers(filter).length > 0 && records.size > 0) linked = await linkedMatches(this.database, filter, [...records.values()], tx);
+    return (c) => {
+      const record = records.get(c);
+      return record === undefined || matchesRowFilter(filter, record, linked);
+    };
   }
 
   /** Leases up to `limit` due flow heads (of one flow, when given) until `leaseUntil`; answers them with their flows. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DeliveryStore } from '../../src/events/delivery-store.ts';
+import { TableCatalog } from '../../src/store/table-catalog.ts';
 import { verifySignature } from '../../src/events/signature.ts';
 import { type TestApp, eachDatabase, expectError, freshTable, startApp } from '../support/harness.ts';
 import { WebhookReceiver as Receiver } from '../support/webhook-receiver.ts';
@@ -271,7 +272,7 @@ eachDatabase('webhooks: a flow that is stuck holds back no other, and keeps the 
       assert.deepEqual(fast.received.map((r) => r.body.change.rowId), ['h0', 'h1', 'h2', 'h3', 'h4']);
       assert.deepEqual(held.received.map((r) => r.body.change.rowId), ['h0'], 'the held flow’s next waits for its head');
       // Pending now: the held head, leased for timeout + 30 s, and four behind it. Nothing is due before the lease runs out.
-      const due = await new DeliveryStore(t.database).nextDue();
+      const due = await new DeliveryStore(t.database, new TableCatalog(t.database)).nextDue();
       assert.ok(due !== undefined && Date.parse(due) > Date.now() + 60_000, `next due ${due}`);
       for (const id of [heldFlow, fastFlow]) assert.equal((await t.put(`/api/flows/${id}`, { enabled: false })).status, 200);
     } finally {
@@ -291,7 +292,7 @@ eachDatabase('webhooks: a flow that is stuck holds back no other, and keeps the 
         return list.length === 2 && list[0].attempts === 1 && list[0];
       });
       assert.equal(rx.received.length, 1);
-      const store = new DeliveryStore(t.database);
+      const store = new DeliveryStore(t.database, new TableCatalog(t.database));
       assert.equal(await store.nextDue(), head.nextAttemptAt, 'the head’s retry, a minute away; not r2, queued behind it since it was planned');
       assert.equal((await t.put(`/api/flows/${flowId}`, { enabled: false })).status, 200);
       assert.equal(await store.nextDue(), undefined, 'a disabled flow sends nothing, so nothing of it is due');

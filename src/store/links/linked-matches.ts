@@ -3,7 +3,7 @@ import { tableName } from '../../domain/row-columns.ts';
 import type { LinkFilter, RowFilter } from '../../domain/row-filter.ts';
 import { type LinkQuantifier, type LinkedMatches, linkQuantifiers, linkedIds } from '../../domain/row-filter-match.ts';
 import type { RowRecord } from '../../domain/row.ts';
-import { type Database, readRows } from '../database.ts';
+import { type Database, type Db, readRows } from '../database.ts';
 import { compileFilter } from '../row-sql.ts';
 
 /** Ids judged per statement. */
@@ -16,20 +16,21 @@ const PER_READ = 1000;
  * they are now, each with whether it meets the condition's filter. The database judges them, with
  * the condition's filter as SQL (compileFilter: the links nested in it followed there too), the ids
  * bound as one list (link-dialect.ts), one statement per condition and 1,000 ids. Records that
- * link to nothing through a condition's field cost it no statement.
+ * link to nothing through a condition's field cost it no statement. `db`: where to read them (a
+ * flow's planning reads them in its own transaction, events/delivery-store.ts).
  */
-export async function linkedMatches(database: Database, filter: RowFilter, records: readonly RowRecord[]): Promise<LinkedMatches> {
+export async function linkedMatches(database: Database, filter: RowFilter, records: readonly RowRecord[], db: Db = database.db): Promise<LinkedMatches> {
   const out = new Map<LinkFilter, Map<string, boolean>>();
   for (const condition of linkQuantifiers(filter)) {
     const ids = new Set<string>();
     for (const record of records) for (const id of linkedIds(record.values[condition.target.key])) ids.add(id);
-    out.set(condition, await judged(database, condition, [...ids]));
+    out.set(condition, await judged(database, db, condition, [...ids]));
   }
   return out;
 }
 
-async function judged(database: Database, condition: LinkQuantifier, ids: readonly string[]): Promise<Map<string, boolean>> {
-  const { db, dialect } = database;
+async function judged(database: Database, db: Db, condition: LinkQuantifier, ids: readonly string[]): Promise<Map<string, boolean>> {
+  const { dialect } = database;
   const rows = new Map<string, boolean>();
   // The linked rows are aliased as a list's are at its first link (link-sql.ts), so that links nested in the filter name theirs one level further.
   const meets = compileFilter(condition.filter, dialect, 'l1_t', 1);

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { isUuid } from '../../domain/codes.ts';
 import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
 import { isObject } from '../../domain/json.ts';
-import { parseRowFilter } from '../../domain/row-filter.ts';
+import { type RowFilter, parseRowFilter } from '../../domain/row-filter.ts';
 import { type ErrorDetail, invalid } from '../../domain/errors.ts';
+import { filterTables } from '../../plan/tables-touched.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lastNumber } from '../change-log.ts';
-import { loadFields } from '../table-catalog.ts';
+import type { TableCatalog } from '../table-catalog.ts';
+import { withLinkedTables } from '../links/linked-tables.ts';
 import { namedTableRefusal } from './table-names.ts';
 import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } from './resource-spec.ts';
 
@@ -20,6 +21,8 @@ import { AUDIT_RELATIONS, type Attrs, type ResourceSpec, type WriteContext } fro
 
 export interface FlowSpecOptions {
   dialect: Dialect;
+  /** The tables a trigger names and its filter reads through links. */
+  catalog: TableCatalog;
   /** ROWHOUSE_WEBHOOK_ALLOW_PRIVATE: whether a literal private address is a URL a flow may have. */
   allowPrivate: boolean;
 }
@@ -36,18 +39,46 @@ async function requireFlowTable(tx: MetaDb, ctx: WriteContext, definition: unkno
 
 const ENABLE_DRAFT: ErrorDetail = { path: 'enabled', message: 'a flow can be enabled only with a complete definition {trigger: {table, events, filter?}, webhook: {url, headers?}}' };
 
-/** The table a definition names, checked with its filter; the definition answered names it by id. */
-async function resolveDefinition(tx: MetaDb, dialect: Dialect, definition: FlowDefinition): Promise<FlowDefinition> {
+/**
+ * A key limited to some tables writes only the flows whose filter reads tables it may read: the
+ * tables a filter's `_some`, `_none` and `_every` reach need rows:read (CONTRACT §12, as a list's
+ * filter does), since the deliveries tell which rows the linked rows meet it. `_has`, `_eq` and
+ * `_isNull` read only the row's own link value. The trigger table itself needs flows:write only.
+ */
+async function requireFilterReads(tx: MetaDb, ctx: WriteContext, tableId: string, filter: RowFilter | null): Promise<void> {
+  if (!ctx.grant || filter === null) return;
+  const reached = filterTables(filter);
+  reached.delete(tableId);
+  for (const id of reached) {
+    const refused = await namedTableRefusal(tx, ctx.grant, 'rows:read', id);
+    if (refused) throw refused;
+  }
+}
+
+/**
+ * The table a definition names and its filter, read against that table and the tables its links
+ * lead to (so `_some`, `_none` and `_every` take the target table's grammar): the definition
+ * answered names the table by id. A problem is a 400 naming its path (`definition.trigger.filter.…`).
+ */
+async function resolveDefinition(tx: MetaDb, catalog: TableCatalog, definition: FlowDefinition): Promise<{ definition: FlowDefinition; filter: RowFilter | null }> {
   const ref = definition.trigger.table;
-  const row = await tx.selectFrom('rh_tables').select('id').where(isUuid(ref) ? 'id' : 'code', '=', isUuid(ref) ? ref.toLowerCase() : ref).executeTakeFirst();
-  if (!row) throw invalid([{ path: 'definition.trigger.table', message: `no table ${ref}` }], 'Invalid flow');
+  const table = await catalog.find(tx, ref);
+  if (!table) throw invalid([{ path: 'definition.trigger.table', message: `no table ${ref}` }], 'Invalid flow');
+  let filter: RowFilter | null = null;
   if (definition.trigger.filter !== undefined) {
-    const fields = (await loadFields(tx, dialect, [row.id])).get(row.id) ?? [];
     const details: ErrorDetail[] = [];
-    parseRowFilter(definition.trigger.filter, { id: row.id, fields, fieldsByCode: new Map(fields.map((f) => [f.code, f])) }, details);
+    filter = parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), details);
     if (details.length > 0) throw invalid(details.map((d) => ({ path: `definition.trigger.${d.path}`, message: d.message })), 'Invalid flow');
   }
-  return { ...definition, trigger: { ...definition.trigger, table: row.id } };
+  return { definition: { ...definition, trigger: { ...definition.trigger, table: table.id } }, filter };
+}
+
+/** A stored definition's filter as its tables are now (null: none, or it no longer fits them, and then reads nothing: its changes fail). */
+async function storedFilter(tx: MetaDb, catalog: TableCatalog, definition: FlowDefinition): Promise<RowFilter | null> {
+  if (definition.trigger.filter === undefined) return null;
+  const table = await catalog.find(tx, definition.trigger.table);
+  if (!table) return null;
+  return parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), []);
 }
 
 /** Starts (or starts again) the flow's reading of its table's change log after the latest change. */
@@ -60,7 +91,7 @@ async function startCursor(tx: MetaDb, flowId: string, tableId: string): Promise
     .execute();
 }
 
-export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceSpec {
+export function flowsSpec({ dialect, catalog, allowPrivate }: FlowSpecOptions): ResourceSpec {
   const check = (input: Attrs): ErrorDetail[] => {
     const problems: ErrorDetail[] = [];
     if (input.definition !== undefined) parseFlowDefinition(input.definition, allowPrivate, problems);
@@ -92,8 +123,9 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
       async beforeInsert(tx, columns, input, ctx) {
         const parsed = parseFlowDefinition(input.definition, allowPrivate, []);
         if (parsed) {
-          const definition = await resolveDefinition(tx, dialect, parsed);
+          const { definition, filter } = await resolveDefinition(tx, catalog, parsed);
           await requireFlowTable(tx, ctx, definition);
+          await requireFilterReads(tx, ctx, definition.trigger.table, filter);
           columns.definition = dialect.encodeJson(definition);
           if (input.enabled === true) await startCursor(tx, columns.id, definition.trigger.table);
         }
@@ -113,9 +145,14 @@ export function flowsSpec({ dialect, allowPrivate }: FlowSpecOptions): ResourceS
         // A stored definition is checked again: a setting may have changed since it was written.
         if (enabled && !definition) throw invalid(problems.length > 0 ? problems : [ENABLE_DRAFT], 'Invalid flow');
         if (definition && given) {
-          definition = await resolveDefinition(tx, dialect, definition);
+          const resolved = await resolveDefinition(tx, catalog, definition);
+          definition = resolved.definition;
           await requireFlowTable(tx, ctx, definition);
+          await requireFilterReads(tx, ctx, definition.trigger.table, resolved.filter);
           changes.definition = dialect.encodeJson(definition);
+        } else if (definition) {
+          // Any change to a flow (enabling it, say) is a write of its filter as stored.
+          await requireFilterReads(tx, ctx, definition.trigger.table, ctx.grant ? await storedFilter(tx, catalog, definition) : null);
         }
         if (!enabled || !definition) return;
         const beforeTable = (before.definition as FlowDefinition | undefined)?.trigger?.table;
