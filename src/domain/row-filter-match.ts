@@ -13,16 +13,28 @@ import type { RowRecord } from './row.ts';
  *
  * A condition through a link (`_some`, `_none`, `_every`) asks about the linked rows, which the
  * record does not hold: the caller finds, by a query, which of the rows its records link to meet
- * each such condition's filter (store/links/linked-matches.ts), and passes them as `linked`.
+ * each such condition's filter (store/links/linked-matches.ts), and passes them as `linked`. Those
+ * are the linked rows as they are now; for a state of the row the linked rows may since have left
+ * (the row before a change: a change stream keeps a change whose row matched before it), what they
+ * cannot tell is unknown, and `mayHaveMatched` answers whether the row may have matched.
  */
 
 /**
  * For each `_some`, `_none` and `_every` of a filter (not those inside another's): the linked rows
- * that exist, by id, each with whether it meets the condition's filter. A linked row not there (gone
- * since the state judged) counts for none of the three, as the database's own reading of a list
- * would not see it.
+ * that exist, by id, each with whether it meets the condition's filter. Judging the row as it is, a
+ * linked row not there counts for none of the three, as the database's own reading of a list would
+ * not see it.
  */
 export type LinkedMatches = ReadonlyMap<LinkFilter, ReadonlyMap<string, boolean>>;
+
+/**
+ * How a state of a row that may be past is judged through its links (`mayHaveMatched`):
+ * `gone` — by the linked rows as they are now, but one no longer there cannot be told (a row
+ * updated after its linked row was deleted: unlinked, or its own update); `unknown` — nothing can
+ * be told of a link that holds rows (a deleted row: its linked rows may have changed since it
+ * matched, as when its customer moved country, or gone with it, as in a cascade).
+ */
+export type PastLinks = 'gone' | 'unknown';
 
 /** A condition on the rows a link leads to. */
 export type LinkQuantifier = Extract<LinkFilter, { mode: 'some' | 'none' | 'every' }>;
@@ -69,14 +81,59 @@ function compare(typeName: string, a: unknown, b: unknown): number {
   return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
 }
 
+/** Whether the row matches the filter (its linked rows judged as they are now, `linked`). */
 export function matchesRowFilter(filter: RowFilter, record: RowRecord, linked?: LinkedMatches): boolean {
+  return truth(filter, record, linked, null) === true;
+}
+
+/** Whether a past state of the row may have matched: true unless the filter is false of it whatever its linked rows were (`past`). */
+export function mayHaveMatched(filter: RowFilter, record: RowRecord, linked: LinkedMatches | undefined, past: PastLinks): boolean {
+  return truth(filter, record, linked, past) !== false;
+}
+
+/** Three-valued (null: cannot be told), as SQL's AND, OR and NOT combine unknowns; only links, judged for a past state, are ever unknown. */
+function truth(filter: RowFilter, record: RowRecord, linked: LinkedMatches | undefined, past: PastLinks | null): boolean | null {
   switch (filter.kind) {
-    case 'and':
-      return filter.items.every((f) => matchesRowFilter(f, record, linked));
-    case 'or':
-      return filter.items.some((f) => matchesRowFilter(f, record, linked));
-    case 'not':
-      return !matchesRowFilter(filter.item, record, linked);
+    case 'and': {
+      let unknown = false;
+      for (const f of filter.items) {
+        const t = truth(f, record, linked, past);
+        if (t === false) return false;
+        if (t === null) unknown = true;
+      }
+      return unknown ? null : true;
+    }
+    case 'or': {
+      let unknown = false;
+      for (const f of filter.items) {
+        const t = truth(f, record, linked, past);
+        if (t === true) return true;
+        if (t === null) unknown = true;
+      }
+      return unknown ? null : false;
+    }
+    case 'not': {
+      const t = truth(filter.item, record, linked, past);
+      return t === null ? null : !t;
+    }
+    case 'link': {
+      const ids = linkedIds(valueOf(record, filter.target));
+      if (filter.mode === 'linksTo') return ids.includes(filter.id);
+      // No links: `_some` false, `_none` and `_every` true, whatever the linked rows.
+      if (ids.length === 0) return filter.mode !== 'some';
+      if (past === 'unknown') return null;
+      const rows = linked?.get(filter);
+      if (!rows) throw new Error(`matchesRowFilter: _${filter.mode} on ${filter.target.key} needs its linked rows (LinkedMatches)`);
+      // Each linked row: meets it, does not, or (gone, for a past state) cannot be told.
+      const each = ids.map((id) => rows.get(id) ?? (past === 'gone' ? null : undefined));
+      if (filter.mode === 'every') {
+        // As in SQL (link-sql.ts): a row gone is not among the linked rows now.
+        if (each.includes(false)) return false;
+        return each.includes(null) ? null : true;
+      }
+      const some = each.includes(true) ? true : each.includes(null) ? null : false;
+      return filter.mode === 'some' ? some : some === null ? null : !some;
+    }
     case 'isNull': {
       const v = valueOf(record, filter.target);
       // A multiple link with no links reads [] and is null in its column.

@@ -1,6 +1,6 @@
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { ChangeStreamPlan } from '../plan/change-plans.ts';
-import { type LinkedMatches, linkQuantifiers, matchesRowFilter } from '../domain/row-filter-match.ts';
+import { type LinkedMatches, linkQuantifiers, matchesRowFilter, mayHaveMatched } from '../domain/row-filter-match.ts';
 import type { RowRecord } from '../domain/row.ts';
 import { changeJson } from '../render/change-json.ts';
 import { rowEntriesBefore } from '../store/change-history.ts';
@@ -76,6 +76,8 @@ const ROUND_MAX_MS = 50;
  * rows, about the last second and a half.
  */
 const RECENT_BYTES = 1024 * 1024;
+/** Reads a stream filtered through links may have waiting for their judgement before it leaves the live ones (sendInTurn). */
+const MAX_WAITING_READS = 4;
 /** How long a stream catching up waits when the log holds nothing it may pass yet. */
 const WAIT_MS = 50;
 /** How often keys, heartbeats and the looks below are seen to. */
@@ -163,6 +165,14 @@ class Stream {
   lastWrite = Date.now();
   /** What its filter is known by among the table's streams ('': no filter). */
   readonly filterKey: string;
+  /**
+   * Whether its filter looks through links (`_some`, `_none`, `_every`): judged by statements, its
+   * reads are sent in turn (`sending`) without the table's reader waiting for them (sendInTurn).
+   */
+  readonly throughLinks: boolean;
+  sending: Promise<void> = Promise.resolve();
+  /** Reads handed to it and not yet sent (throughLinks). */
+  waitingReads = 0;
 
   constructor(
     readonly plan: ChangeStreamPlan,
@@ -170,6 +180,7 @@ class Stream {
     public position: number,
   ) {
     this.filterKey = plan.filter === null ? '' : JSON.stringify(plan.filter);
+    this.throughLinks = linkQuantifiers(plan.filter).length > 0;
   }
 
   write(data: string | Buffer): boolean {
@@ -411,11 +422,16 @@ export class ChangeStreams {
       if (s.filterKey === '') {
         this.sendLive(table, s, plainText(read));
         if (trace) traceWrite(trace, s);
+      } else if (s.throughLinks) {
+        this.sendInTurn(table, s, this.textFor(read, s));
       } else {
         filtered.push(
-          this.textFor(read, s).then((text) => {
-            if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
-          }),
+          this.textFor(read, s).then(
+            (text) => {
+              if (s.mode === 'live' && !s.closed) this.sendLive(table, s, text);
+            },
+            (err) => this.failed(s, err),
+          ),
         );
       }
     }
@@ -426,8 +442,44 @@ export class ChangeStreams {
     table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * took;
     if (trace) trace.passCpuMs = took;
     await Promise.all(filtered);
-    // What the filtered live streams were sent is not kept with the recent reads (textFor).
+    // What the filtered live streams were sent is not kept with the recent reads (textFor); those sent in turn hold their own.
     read.filtered.clear();
+  }
+
+  /**
+   * Sends a live stream whose filter looks through links a read's text once it is made, after the
+   * reads handed to it before, without the table's reader waiting: the statements that judge the
+   * linked rows (a changed row may hold thousands of links) hold back that stream only, not the
+   * others of its table. A stream with more than MAX_WAITING_READS reads waiting leaves the live
+   * ones and catches up, as one whose client is slow does (the reads waiting are then dropped: it
+   * goes on from its position). A judgement that fails (the filter no longer fits the tables it
+   * reaches, say) ends the stream alone: its client's reconnect hears why.
+   */
+  private sendInTurn(table: TableStreams, s: Stream, text: Promise<Text>): void {
+    // Awaited in turn below: not a rejection left unhandled meanwhile.
+    text.catch(() => {});
+    if (++s.waitingReads > MAX_WAITING_READS) {
+      table.live.delete(s);
+      s.mode = 'catching';
+      void this.catchUp(table, s);
+    }
+    s.sending = s.sending.then(async () => {
+      try {
+        const made = await text;
+        // Left the live ones meanwhile (held by its client, or too far behind): its catch-up sends what follows its position.
+        if (s.mode === 'live' && !s.closed) this.sendLive(table, s, made);
+      } catch (err) {
+        this.failed(s, err);
+      } finally {
+        s.waitingReads--;
+      }
+    });
+  }
+
+  /** A stream whose changes could not be judged ends, alone (its client's reconnect hears why, or resumes). */
+  private failed(s: Stream, err: unknown): void {
+    this.options.warn(`change stream of table ${s.plan.tableId}: ${(err as Error).message}`);
+    this.end(s);
   }
 
   /**
@@ -582,18 +634,25 @@ export class ChangeStreams {
 
   /**
    * Which of a read's entries a filter keeps. A filter through links (`_some`, `_none`, `_every`)
-   * judges the rows the entries' rows link to, before and after each change, as they are now: the
-   * database is asked about all of them at once (linkedMatches), one statement per such condition.
+   * judges the rows the entries' rows link to, as they are now: the database is asked about all of
+   * them at once (linkedMatches), one statement per such condition and 1,000 linked rows.
    */
   private async kept(filter: RowFilter | null, entries: Entry[]): Promise<boolean[]> {
     if (filter === null || linkQuantifiers(filter).length === 0) return Promise.all(entries.map((e) => this.keeps(filter, e)));
-    const states = await Promise.all(entries.flatMap((e) => [Promise.resolve(afterOf(e)), e.change.type === 'create' ? null : (e.before ??= this.before(e.change))]));
+    // The states judged by their linked rows: after each change, and before each update (a deleted row's are not judged: keeps).
+    const states = await Promise.all(entries.flatMap((e) => [afterOf(e), e.change.type === 'update' ? (e.before ??= this.before(e.change)) : null]));
     const records = states.filter((r): r is RowRecord => r !== null && r !== undefined);
     const linked = await linkedMatches(this.database, filter, records);
     return Promise.all(entries.map((e) => this.keeps(filter, e, linked)));
   }
 
-  /** CONTRACT §14: a filter keeps the changes whose row matches before or after the change. */
+  /**
+   * CONTRACT §14: a filter keeps the changes whose row matches before or after the change. The row
+   * before is judged for whether it may have matched: through links, its linked rows are known only
+   * as they are now, and what that cannot tell keeps the change (a row updated after its linked row
+   * was deleted; a row deleted, whose linked rows may have changed or gone since it matched), so a
+   * client following a filtered view learns of every row that may leave it.
+   */
   private async keeps(filter: RowFilter | null, entry: Entry, linked?: LinkedMatches): Promise<boolean> {
     if (!filter) return true;
     const after = afterOf(entry);
@@ -602,7 +661,8 @@ export class ChangeStreams {
     entry.before ??= this.before(entry.change);
     const before = await entry.before;
     // The log no longer holds the row's earlier state (retention): kept rather than lost.
-    return before === undefined || (before !== null && matchesRowFilter(filter, before, linked));
+    if (before === undefined) return true;
+    return before !== null && mayHaveMatched(filter, before, linked, entry.change.type === 'delete' ? 'unknown' : 'gone');
   }
 
   /** The row as it was before the change: its entry before, from the log. */
