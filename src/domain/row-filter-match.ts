@@ -20,12 +20,16 @@ import type { RowRecord } from './row.ts';
  */
 
 /**
- * For each `_some`, `_none` and `_every` of a filter (not those inside another's): the linked rows
- * that exist, by id, each with whether it meets the condition's filter. Judging the row as it is, a
- * linked row not there counts for none of the three, as the database's own reading of a list would
- * not see it.
+ * For each `_some`, `_none` and `_every` of a filter (not those inside another's): of the rows the
+ * records link to through its field, those that meet the condition's filter and those no longer
+ * there; the others are there and do not meet it. Judging the row as it is, a linked row not there
+ * counts for none of the three, as the database's own reading of a list would not see it.
  */
-export type LinkedMatches = ReadonlyMap<LinkFilter, ReadonlyMap<string, boolean>>;
+export type LinkedMatches = ReadonlyMap<LinkFilter, LinkedRows>;
+export interface LinkedRows {
+  meeting: Set<string>;
+  gone: Set<string>;
+}
 
 /**
  * How a state of a row that may be past is judged through its links (`mayHaveMatched`):
@@ -55,6 +59,24 @@ export function linkQuantifiers(filter: RowFilter | null, into: LinkQuantifier[]
       break;
   }
   return into;
+}
+
+/**
+ * Whether an update that wrote the fields `written` (its change entry's `changedFields`, codes) may
+ * have changed what the filter reads of its row: a field it reads (a link field's own value
+ * included: the linked rows' fields are read through it), or `updatedAt`/`updatedBy`, which every
+ * update writes. When it may not, the row before the update is judged as the row after it is.
+ */
+export function mayChangeFor(filter: RowFilter, written: readonly string[]): boolean {
+  switch (filter.kind) {
+    case 'and':
+    case 'or':
+      return filter.items.some((f) => mayChangeFor(f, written));
+    case 'not':
+      return mayChangeFor(filter.item, written);
+    default:
+      return filter.target.system ? filter.target.key === 'updatedAt' || filter.target.key === 'updatedBy' : written.includes(filter.target.key);
+  }
 }
 
 /** The ids a link value holds: a single link's id or a multiple link's list (none for null). */
@@ -124,8 +146,8 @@ function truth(filter: RowFilter, record: RowRecord, linked: LinkedMatches | und
       if (past === 'unknown') return null;
       const rows = linked?.get(filter);
       if (!rows) throw new Error(`matchesRowFilter: _${filter.mode} on ${filter.target.key} needs its linked rows (LinkedMatches)`);
-      // Each linked row: meets it, does not, or (gone, for a past state) cannot be told.
-      const each = ids.map((id) => rows.get(id) ?? (past === 'gone' ? null : undefined));
+      // Each linked row: meets it, does not, or is gone (not among them now; for a past state, cannot be told).
+      const each = ids.map((id) => (rows.meeting.has(id) ? true : !rows.gone.has(id) ? false : past === 'gone' ? null : undefined));
       if (filter.mode === 'every') {
         // As in SQL (link-sql.ts): a row gone is not among the linked rows now.
         if (each.includes(false)) return false;
@@ -139,16 +161,6 @@ function truth(filter: RowFilter, record: RowRecord, linked: LinkedMatches | und
       // A multiple link with no links reads [] and is null in its column.
       const empty = v === null || (filter.target.type.name === 'link' && Array.isArray(v) && v.length === 0);
       return empty === filter.isNull;
-    }
-    case 'link': {
-      const ids = linkedIds(valueOf(record, filter.target));
-      if (filter.mode === 'linksTo') return ids.includes(filter.id);
-      const rows = linked?.get(filter);
-      if (!rows) throw new Error(`matchesRowFilter: _${filter.mode} on ${filter.target.key} needs its linked rows (LinkedMatches)`);
-      // As in SQL (link-sql.ts): `_every` of no links is true.
-      if (filter.mode === 'every') return ids.every((id) => rows.get(id) !== false);
-      const some = ids.some((id) => rows.get(id) === true);
-      return filter.mode === 'some' ? some : !some;
     }
     case 'has': {
       const list = valueOf(record, filter.target);

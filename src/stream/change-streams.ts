@@ -1,6 +1,6 @@
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { ChangeStreamPlan } from '../plan/change-plans.ts';
-import { type LinkedMatches, linkQuantifiers, matchesRowFilter, mayHaveMatched } from '../domain/row-filter-match.ts';
+import { type LinkedMatches, linkQuantifiers, matchesRowFilter, mayChangeFor, mayHaveMatched } from '../domain/row-filter-match.ts';
 import type { RowRecord } from '../domain/row.ts';
 import { changeJson } from '../render/change-json.ts';
 import { rowEntriesBefore } from '../store/change-history.ts';
@@ -76,8 +76,8 @@ const ROUND_MAX_MS = 50;
  * rows, about the last second and a half.
  */
 const RECENT_BYTES = 1024 * 1024;
-/** Reads a stream filtered through links may have waiting for their judgement before it leaves the live ones (sendInTurn). */
-const MAX_WAITING_READS = 4;
+/** Reads waiting for the judgement of a filter through links before its streams leave the live ones (judgeInTurn). */
+const MAX_WAITING_READS = 20;
 /** How long a stream catching up waits when the log holds nothing it may pass yet. */
 const WAIT_MS = 50;
 /** How often keys, heartbeats and the looks below are seen to. */
@@ -167,12 +167,9 @@ class Stream {
   readonly filterKey: string;
   /**
    * Whether its filter looks through links (`_some`, `_none`, `_every`): judged by statements, its
-   * reads are sent in turn (`sending`) without the table's reader waiting for them (sendInTurn).
+   * reads are judged in turn without the table's reader waiting for them (judgeInTurn).
    */
   readonly throughLinks: boolean;
-  sending: Promise<void> = Promise.resolve();
-  /** Reads handed to it and not yet sent (throughLinks). */
-  waitingReads = 0;
 
   constructor(
     readonly plan: ChangeStreamPlan,
@@ -207,6 +204,8 @@ class TableStreams {
   finished = false;
   /** Reads of streams catching up, by position. */
   readonly reads = new Map<number, Promise<Read>>();
+  /** The reads waiting for the judgement of each filter through links of its live streams, by filter (judgeInTurn). */
+  readonly judging = new Map<string, { filter: RowFilter; reads: Read[]; running: boolean }>();
   /**
    * The reader's last reads, oldest first, each beginning where the one before ended (the last one
    * ends at the tail), RECENT_BYTES of event text at most (and at least the last read).
@@ -410,6 +409,7 @@ export class ChangeStreams {
   /** Hands a batch the reader read to each live stream: one write of the same buffer to every stream with the same filter. */
   private async deliver(table: TableStreams, read: Read): Promise<void> {
     const filtered: Promise<void>[] = [];
+    const throughLinks = new Map<string, RowFilter>();
     const started = performance.now();
     const cpu = process.cpuUsage();
     const trace = table.trace;
@@ -423,7 +423,7 @@ export class ChangeStreams {
         this.sendLive(table, s, plainText(read));
         if (trace) traceWrite(trace, s);
       } else if (s.throughLinks) {
-        this.sendInTurn(table, s, this.textFor(read, s));
+        throughLinks.set(s.filterKey, s.plan.filter as RowFilter);
       } else {
         filtered.push(
           this.textFor(read, s).then(
@@ -437,6 +437,7 @@ export class ChangeStreams {
     }
     // The CPU it took, not the time: on a busy machine the process is not on a core for all of the
     // pass, and that time would stretch every round to its cap (of all threads: the least of the two).
+    for (const [key, filter] of throughLinks) this.judgeInTurn(table, key, filter, read);
     const used = process.cpuUsage(cpu);
     const took = Math.min(performance.now() - started, (used.user + used.system) / 1000);
     table.deliveryMs = 0.8 * table.deliveryMs + 0.2 * took;
@@ -447,33 +448,58 @@ export class ChangeStreams {
   }
 
   /**
-   * Sends a live stream whose filter looks through links a read's text once it is made, after the
-   * reads handed to it before, without the table's reader waiting: the statements that judge the
-   * linked rows (a changed row may hold thousands of links) hold back that stream only, not the
-   * others of its table. A stream with more than MAX_WAITING_READS reads waiting leaves the live
-   * ones and catches up, as one whose client is slow does (the reads waiting are then dropped: it
-   * goes on from its position). A judgement that fails (the filter no longer fits the tables it
-   * reaches, say) ends the stream alone: its client's reconnect hears why.
+   * Sends the live streams of a filter through links a read's kept changes once they are judged,
+   * after the reads handed to them before, without the table's reader waiting: the statements that
+   * judge the linked rows (a changed row may hold thousands of links) hold back those streams only.
+   * One judgement runs at a time per filter, of every read waiting for it at once: the further
+   * behind, the more changes a statement judges (a customer changed in ten reads is judged once).
+   * With more than MAX_WAITING_READS reads waiting, its streams leave the live ones and catch up,
+   * as streams whose clients are slow do. A judgement that fails (the filter no longer fits the
+   * tables it reaches) ends its streams alone: their clients' reconnects hear why.
    */
-  private sendInTurn(table: TableStreams, s: Stream, text: Promise<Text>): void {
-    // Awaited in turn below: not a rejection left unhandled meanwhile.
-    text.catch(() => {});
-    if (++s.waitingReads > MAX_WAITING_READS) {
-      table.live.delete(s);
-      s.mode = 'catching';
-      void this.catchUp(table, s);
+  private judgeInTurn(table: TableStreams, key: string, filter: RowFilter, read: Read): void {
+    let queue = table.judging.get(key);
+    if (!queue) {
+      queue = { filter, reads: [], running: false };
+      table.judging.set(key, queue);
     }
-    s.sending = s.sending.then(async () => {
-      try {
-        const made = await text;
-        // Left the live ones meanwhile (held by its client, or too far behind): its catch-up sends what follows its position.
-        if (s.mode === 'live' && !s.closed) this.sendLive(table, s, made);
-      } catch (err) {
-        this.failed(s, err);
-      } finally {
-        s.waitingReads--;
+    queue.reads.push(read);
+    if (queue.reads.length > MAX_WAITING_READS) {
+      queue.reads = [];
+      for (const s of [...table.live]) {
+        if (s.filterKey !== key) continue;
+        table.live.delete(s);
+        s.mode = 'catching';
+        void this.catchUp(table, s);
       }
-    });
+      return;
+    }
+    if (!queue.running) void this.judgeWaiting(table, key, queue);
+  }
+
+  private async judgeWaiting(table: TableStreams, key: string, queue: { filter: RowFilter; reads: Read[]; running: boolean }): Promise<void> {
+    queue.running = true;
+    try {
+      while (queue.reads.length > 0) {
+        const reads = queue.reads;
+        queue.reads = [];
+        let kept: boolean[];
+        try {
+          kept = await this.kept(queue.filter, reads.flatMap((r) => r.entries));
+        } catch (err) {
+          for (const s of [...table.live]) if (s.filterKey === key) this.failed(s, err);
+          continue;
+        }
+        let at = 0;
+        for (const read of reads) {
+          const text = textOf(read.after, read.entries, kept.slice(at, (at += read.entries.length)));
+          for (const s of [...table.live]) if (s.filterKey === key && !s.closed) this.sendLive(table, s, text);
+        }
+      }
+    } finally {
+      queue.running = false;
+      if (table.judging.get(key) === queue && queue.reads.length === 0) table.judging.delete(key);
+    }
   }
 
   /** A stream whose changes could not be judged ends, alone (its client's reconnect hears why, or resumes). */
@@ -639,8 +665,8 @@ export class ChangeStreams {
    */
   private async kept(filter: RowFilter | null, entries: Entry[]): Promise<boolean[]> {
     if (filter === null || linkQuantifiers(filter).length === 0) return Promise.all(entries.map((e) => this.keeps(filter, e)));
-    // The states judged by their linked rows: after each change, and before each update (a deleted row's are not judged: keeps).
-    const states = await Promise.all(entries.flatMap((e) => [afterOf(e), e.change.type === 'update' ? (e.before ??= this.before(e.change)) : null]));
+    // The states judged by their linked rows: after each change, and before each update that may have changed what the filter reads (a deleted row's are not judged: keeps).
+    const states = await Promise.all(entries.flatMap((e) => [afterOf(e), e.change.type === 'update' && changedFor(filter, e) ? (e.before ??= this.before(e.change)) : null]));
     const records = states.filter((r): r is RowRecord => r !== null && r !== undefined);
     const linked = await linkedMatches(this.database, filter, records);
     return Promise.all(entries.map((e) => this.keeps(filter, e, linked)));
@@ -658,6 +684,8 @@ export class ChangeStreams {
     const after = afterOf(entry);
     if (after && matchesRowFilter(filter, after, linked)) return true;
     if (entry.change.type === 'create') return false;
+    // An update that wrote nothing the filter reads: the row before it reads as the row after it (no read of the log).
+    if (after && entry.change.type === 'update' && !changedFor(filter, entry)) return mayHaveMatched(filter, after, linked, 'gone');
     entry.before ??= this.before(entry.change);
     const before = await entry.before;
     // The log no longer holds the row's earlier state (retention): kept rather than lost.
@@ -811,6 +839,12 @@ function traceWrite(trace: RoundTrace, s: Stream): void {
   trace.ports.push(s.out.port ?? 0);
   trace.writes.push(at);
   trace.passEnd = at;
+}
+
+/** Whether an update's entry wrote a field the filter reads (or may have: an entry that does not say). */
+function changedFor(filter: RowFilter, entry: Entry): boolean {
+  const written = entry.change.changedFields === null ? null : (JSON.parse(entry.change.changedFields) as string[]);
+  return written === null || mayChangeFor(filter, written);
 }
 
 /** The row after the change (null: deleted), parsed once. */

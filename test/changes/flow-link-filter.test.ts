@@ -300,12 +300,12 @@ eachDatabase('flows filtered through links: the linked rows as they are when the
     r = await t.post('/api/tables/tickets/rows-bulk', { data: [{ id: 'k1', values: { owner: 'ann' } }, { id: 'k2', values: { owner: 'bo' } }, { id: 'k3', values: {} }] });
     assert.equal(r.status, 201, r.text);
     for (const [id, country] of [['ann', 'JP'], ['bo', 'US']]) assert.equal((await t.patch(`/api/tables/people/rows/${id}`, { values: { country } })).status, 200);
-    // The statements that judge linked rows (store/links/linked-matches.ts answers rh_meets), counted.
+    // The statements that judge linked rows (store/links/linked-matches.ts answers rh_there), counted.
     let judged = 0;
     const counting: KyselyPlugin = {
       transformQuery: (args) => args.node,
       transformResult: async (args) => {
-        if (args.result.rows.some((row) => Object.hasOwn(row as object, 'rh_meets'))) judged++;
+        if (args.result.rows.some((row) => Object.hasOwn(row as object, 'rh_there'))) judged++;
         return args.result;
       },
     };

@@ -57,6 +57,11 @@ eachDatabase('change stream', (kind) => {
     }
   }
 
+  async function write0(table: string, method: 'post' | 'patch' | 'delete', path: string, body?: unknown): Promise<void> {
+    const r = await t[method](`/api/tables/${table}/rows${path}`, body);
+    assert.ok(r.status < 300, r.text);
+  }
+
   const cursorNow = async (table: string) => (await t.get(`/api/tables/${table}/changes?limit=1000&after=0`)).body.data.at(-1)?.sequence ?? 0;
 
   before(async () => {
@@ -158,6 +163,23 @@ eachDatabase('change stream', (kind) => {
     // Every kept change is the feed's, id for id.
     const all = await feed('filtered', 0);
     for (const ch of c.changes()) assert.deepEqual(ch, all.find((f) => f.sequence === ch.sequence));
+  });
+
+  it('filter on updatedAt: an update writing no field the filter names still moves updatedAt, so a row leaving by it is kept', async () => {
+    await makeTable('stamped');
+    await write0('stamped', 'post', '', { id: 'a', values: { n: 1 } });
+    await write0('stamped', 'post', '', { id: 'b', values: { n: 1 } });
+    const cut = (await t.get('/api/tables/stamped/rows/b')).body.updatedAt as string;
+    await sleep(5);
+    const filter = encodeURIComponent(JSON.stringify({ updatedAt: { _lte: cut } }));
+    const c = await stream('stamped', `?filter=${filter}`);
+    await c.until(() => c.comments.includes('open'), 2000, 'the opening comment');
+    await write0('stamped', 'patch', '/a', { values: { n: 2 } }); // kept: matched before (its updatedAt was before the cut)
+    await write0('stamped', 'patch', '/a', { values: { n: 3 } }); // dropped: after the cut before and after
+    await write0('stamped', 'patch', '/b', { values: { title: 'x' } }); // kept: matched before
+    await c.until(() => c.changes().some((ch) => ch.rowId === 'b'), 3000, 'the change of b');
+    await sleep(200);
+    assert.deepEqual(c.changes().map((ch) => `${ch.type} ${ch.rowId} ${ch.row.values.n}`), ['update a 2', 'update b 1']);
   });
 
   it('sends a comment line in silence (heartbeat)', async () => {
