@@ -391,7 +391,14 @@ export class ChangeStreams {
           }
         } else if (gone) {
           table.finished = true;
-          for (const s of [...table.live]) this.end(s);
+          for (const s of [...table.live]) {
+            if (s.throughLinks && table.judging.has(s.filterKey)) {
+              // Reads still wait for its filter's judgement: it sends them itself (catchUp), and ends there.
+              table.live.delete(s);
+              s.mode = 'catching';
+              void this.catchUp(table, s);
+            } else this.end(s);
+          }
           return;
         }
         behind = entries.length === BATCH;
@@ -474,7 +481,7 @@ export class ChangeStreams {
       }
       return;
     }
-    if (!queue.running) void this.judgeWaiting(table, key, queue);
+    if (!queue.running) this.judgeWaiting(table, key, queue).catch((err) => this.options.warn(`change streams of table ${table.id}: ${(err as Error).message}`));
   }
 
   private async judgeWaiting(table: TableStreams, key: string, queue: { filter: RowFilter; reads: Read[]; running: boolean }): Promise<void> {
@@ -511,15 +518,23 @@ export class ChangeStreams {
   /**
    * A read's text as the stream's filter keeps it: made once per filter, but for a recent read
    * (`memo` false), whose text is made again for each filtered stream catching up from it, so
-   * that the recent reads hold no more than their own text however many filters there are.
+   * that the recent reads hold no more than their own text however many filters there are (but
+   * for filters through links, whose judgement costs statements: those keep theirs with the read
+   * while it is recent). A judgement that failed is not kept.
    */
   private textFor(read: Read, s: Stream, memo = true): Promise<Text> {
     if (s.filterKey === '') return Promise.resolve(plainText(read));
     let made = read.filtered.get(s.filterKey);
     if (!made) {
       const filter = s.plan.filter;
+      const key = s.filterKey;
       made = this.kept(filter, read.entries).then((kept) => textOf(read.after, read.entries, kept));
-      if (memo) read.filtered.set(s.filterKey, made);
+      if (memo) {
+        read.filtered.set(key, made);
+        made.catch(() => {
+          if (read.filtered.get(key) === made) read.filtered.delete(key);
+        });
+      }
     }
     return made;
   }
@@ -563,7 +578,8 @@ export class ChangeStreams {
         if (recent) {
           // What the reader read after its position, as the live streams were sent it.
           table.recentReads++;
-          const text = await this.textFor(recent, s, false);
+          // A filter through links is judged once per recent read for all its streams catching up (its statements cost more than its text).
+          const text = await this.textFor(recent, s, s.throughLinks);
           if (s.closed) return;
           send(s, text);
           if (s.out.body.writableNeedDrain && !(await this.heldBack(s))) return;
@@ -661,12 +677,12 @@ export class ChangeStreams {
   /**
    * Which of a read's entries a filter keeps. A filter through links (`_some`, `_none`, `_every`)
    * judges the rows the entries' rows link to, as they are now: the database is asked about all of
-   * them at once (linkedMatches), one statement per such condition and 1,000 linked rows.
+   * them at once (linkedMatches), one statement per such condition.
    */
   private async kept(filter: RowFilter | null, entries: Entry[]): Promise<boolean[]> {
     if (filter === null || linkQuantifiers(filter).length === 0) return Promise.all(entries.map((e) => this.keeps(filter, e)));
     // The states judged by their linked rows: after each change, and before each update that may have changed what the filter reads (a deleted row's are not judged: keeps).
-    const states = await Promise.all(entries.flatMap((e) => [afterOf(e), e.change.type === 'update' && changedFor(filter, e) ? (e.before ??= this.before(e.change)) : null]));
+    const states = await Promise.all(entries.flatMap((e) => [afterOf(e), e.change.type === 'update' && changedFor(filter, e) ? this.beforeOf(e) : null]));
     const records = states.filter((r): r is RowRecord => r !== null && r !== undefined);
     const linked = await linkedMatches(this.database, filter, records);
     return Promise.all(entries.map((e) => this.keeps(filter, e, linked)));
@@ -686,11 +702,19 @@ export class ChangeStreams {
     if (entry.change.type === 'create') return false;
     // An update that wrote nothing the filter reads: the row before it reads as the row after it (no read of the log).
     if (after && entry.change.type === 'update' && !changedFor(filter, entry)) return mayHaveMatched(filter, after, linked, 'gone');
-    entry.before ??= this.before(entry.change);
-    const before = await entry.before;
+    const before = await this.beforeOf(entry);
     // The log no longer holds the row's earlier state (retention): kept rather than lost.
     if (before === undefined) return true;
     return before !== null && mayHaveMatched(filter, before, linked, entry.change.type === 'delete' ? 'unknown' : 'gone');
+  }
+
+  /** The row before the entry's change, read once (a read that failed is not remembered: the next judgement reads again). */
+  private beforeOf(entry: Entry): Promise<RowRecord | null | undefined> {
+    entry.before ??= this.before(entry.change).catch((err: unknown) => {
+      entry.before = undefined;
+      throw err;
+    });
+    return entry.before;
   }
 
   /** The row as it was before the change: its entry before, from the log. */
