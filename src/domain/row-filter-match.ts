@@ -116,23 +116,17 @@ export function mayHaveMatched(filter: RowFilter, record: RowRecord, linked: Lin
 /** Three-valued (null: cannot be told), as SQL's AND, OR and NOT combine unknowns; only links, judged for a past state, are ever unknown. */
 function truth(filter: RowFilter, record: RowRecord, linked: LinkedMatches | undefined, past: PastLinks | null): boolean | null {
   switch (filter.kind) {
-    case 'and': {
-      let unknown = false;
-      for (const f of filter.items) {
-        const t = truth(f, record, linked, past);
-        if (t === false) return false;
-        if (t === null) unknown = true;
-      }
-      return unknown ? null : true;
-    }
+    case 'and':
     case 'or': {
+      // One item false decides an AND, one true an OR; else an unknown item leaves it unknown.
+      const decides = filter.kind === 'or';
       let unknown = false;
       for (const f of filter.items) {
         const t = truth(f, record, linked, past);
-        if (t === true) return true;
+        if (t === decides) return decides;
         if (t === null) unknown = true;
       }
-      return unknown ? null : false;
+      return unknown ? null : !decides;
     }
     case 'not': {
       const t = truth(filter.item, record, linked, past);
