@@ -49,6 +49,9 @@ class Parser {
   /** Set once the filter has more than MAX_NODES parts: reported once, and nothing more is read. */
   private tooLarge = false;
 
+  /** The tables the filter's `_some`, `_none` and `_every` look into, as far as it was read (problems or not). */
+  readonly reached = new Set<string>();
+
   constructor(private readonly table: FieldLookup) {}
 
   private problem(path: string, message: string): null {
@@ -139,6 +142,7 @@ class Parser {
     const linked = table === this.table.id ? this.table : this.table.linked.get(table);
     // A table deleted since the field was read (a stored filter read again: a flow's, events/delivery-store.ts).
     if (!linked) return this.problem(path, `${target.key} links to a table that no longer exists`);
+    this.reached.add(table);
     const filter = this.filter(value, path, depth + 1, linked, links + 1);
     if (!filter) return null;
     return { kind: 'link', target, table, mode: op.slice(1) as 'some' | 'none' | 'every', filter };
@@ -178,10 +182,16 @@ class Parser {
   }
 }
 
-/** Parses a filter already decoded from JSON; its problems are added to `details` (then the result is null). */
-export function parseRowFilter(value: unknown, table: FieldLookup, details: ErrorDetail[]): RowFilter | null {
+/**
+ * Parses a filter already decoded from JSON; its problems are added to `details` (then the result
+ * is null). `reached`, when given, gets the ids of the tables its `_some`, `_none` and `_every`
+ * look into, even when it has problems: an access check asks for them before the problems are
+ * answered, so a key never learns of a table it may not read from a 400 naming its fields.
+ */
+export function parseRowFilter(value: unknown, table: FieldLookup, details: ErrorDetail[], reached?: Set<string>): RowFilter | null {
   const parser = new Parser(table);
   const filter = parser.filter(value, 'filter', 0);
   details.push(...parser.details);
+  if (reached) for (const id of parser.reached) reached.add(id);
   return parser.details.length > 0 ? null : filter;
 }

@@ -5,10 +5,10 @@ import { isObject } from '../domain/json.ts';
 import type { MetaDb } from '../store/meta-schema.ts';
 import type { TableCatalog } from '../store/table-catalog.ts';
 import { isLinkField } from '../domain/field-types/link.ts';
-import { type RowFilter, parseRowFilter } from '../domain/row-filter.ts';
+import { parseRowFilter } from '../domain/row-filter.ts';
 import { parseExpand } from '../domain/requests/expand.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
-import { expandTables, filterTables } from '../plan/tables-touched.ts';
+import { expandTables } from '../plan/tables-touched.ts';
 import { withLinkedTables } from '../store/links/linked-tables.ts';
 
 /**
@@ -81,23 +81,25 @@ const readsRows = (scopes: readonly Scope[]): boolean => scopes.includes('rows:r
 
 /**
  * The ids of the tables a rows request's `expand` and link filters reach from the table `ref`
- * names, besides it unless `self` (plan/tables-touched.ts): parsed as the route will parse them. A query that
- * does not parse reaches nothing here: the route answers it 400 before reading anything.
+ * names, besides it unless `self` (plan/tables-touched.ts): parsed as the route will parse them.
+ * A filter with problems reaches the tables its links were followed into as far as it was read
+ * (parseRowFilter's `reached`): a key that may not read them is refused (403) before the route's
+ * 400 would name their fields. A query that is not JSON reaches nothing here: the route's 400.
  */
 async function reachedTables(catalog: TableCatalog, db: MetaDb, ref: string, query: Record<string, unknown>, self: boolean): Promise<string[]> {
   const table = ref === '' || ref.includes('\u0000') ? undefined : await catalog.find(db, ref);
   if (!table || !table.fields.some(isLinkField)) return [];
   const lookup = await withLinkedTables(catalog, db, table);
   const details: ErrorDetail[] = [];
-  let filter: RowFilter | null = null;
+  const reached = new Set<string>();
   if (typeof query.filter === 'string') {
     try {
-      filter = parseRowFilter(JSON.parse(query.filter), lookup, details);
+      parseRowFilter(JSON.parse(query.filter), lookup, details, reached);
     } catch {
       // Not JSON: the route's 400.
     }
   }
-  const reached = expandTables(parseExpand(query.expand, lookup, details), filterTables(filter));
+  expandTables(parseExpand(query.expand, lookup, details), reached);
   if (!self) reached.delete(table.id);
   return [...reached];
 }

@@ -44,4 +44,22 @@ eachDatabase('scoped keys through links', (kind) => {
     const filtered = await t.get(`/api/tables/${s.orders}/rows`, { key, query: { filter: jp } });
     assert.deepEqual(filtered.body.data.map((r: { id: string }) => r.id), ['o1']);
   });
+  it('a filter with a problem inside a table the key may not read: 403 naming the table, not a 400 naming that table\'s fields', async () => {
+    const key = await makeKey(t, ['rows:read', 'flows:write'], [s.ids.orders]);
+    const probe = { values: { customer: { _some: { values: { secretField: { _eq: 1 } } } } } };
+    for (const reply of [
+      await t.get(`/api/tables/${s.orders}/rows`, { key, query: { filter: probe } }),
+      await t.get(`/api/tables/${s.orders}/rows-aggregate`, { key, query: { filter: probe } }),
+      await t.post(`/api/tables/${s.orders}/changes/stream-url`, { filter: probe }, { key }),
+      await t.post('/api/flows', { name: 'probe', definition: { trigger: { table: s.orders, events: ['create'], filter: probe }, webhook: { url: 'https://example.com/hook' } } }, { key }),
+    ]) {
+      const body = expectError(reply, 403);
+      assert.equal(body.message, `this key lacks rows:read on table ${s.customers}`);
+      assert.doesNotMatch(JSON.stringify(body), /secretField/);
+    }
+    // A key that may read customers is told what is wrong.
+    const both = await makeKey(t, ['rows:read'], [s.ids.orders, s.ids.customers]);
+    const told = expectError(await t.get(`/api/tables/${s.orders}/rows`, { key: both, query: { filter: probe } }), 400);
+    assert.match(JSON.stringify(told), /secretField/);
+  });
 });

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { type FlowDefinition, isDraft, parseFlowDefinition } from '../../domain/flow-definition.ts';
 import { isObject } from '../../domain/json.ts';
-import { type RowFilter, parseRowFilter } from '../../domain/row-filter.ts';
+import { parseRowFilter } from '../../domain/row-filter.ts';
 import { type ErrorDetail, invalid } from '../../domain/errors.ts';
-import { filterTables } from '../../plan/tables-touched.ts';
 import type { Dialect } from '../dialect.ts';
 import type { MetaDb } from '../meta-schema.ts';
 import { lastNumber } from '../change-log.ts';
@@ -45,40 +44,42 @@ const ENABLE_DRAFT: ErrorDetail = { path: 'enabled', message: 'a flow can be ena
  * filter does), since the deliveries tell which rows the linked rows meet it. `_has`, `_eq` and
  * `_isNull` read only the row's own link value. The trigger table itself needs flows:write only.
  */
-async function requireFilterReads(tx: MetaDb, ctx: WriteContext, tableId: string, filter: RowFilter | null): Promise<void> {
-  if (!ctx.grant || filter === null) return;
-  const reached = filterTables(filter);
-  reached.delete(tableId);
+async function requireFilterReads(tx: MetaDb, ctx: WriteContext, tableId: string, reached: ReadonlySet<string>): Promise<void> {
+  if (!ctx.grant) return;
   for (const id of reached) {
+    if (id === tableId) continue;
     const refused = await namedTableRefusal(tx, ctx.grant, 'rows:read', id);
     if (refused) throw refused;
   }
 }
 
 /**
- * The table a definition names and its filter, read against that table and the tables its links
- * lead to (so `_some`, `_none` and `_every` take the target table's grammar): the definition
- * answered names the table by id. A problem is a 400 naming its path (`definition.trigger.filter.…`).
+ * The table a definition names, its filter read against that table and the tables its links lead
+ * to (so `_some`, `_none` and `_every` take the target table's grammar), and the writing key's
+ * rows:read on those it reaches (requireFilterReads): checked before a problem of the filter is
+ * answered, so a key learns nothing from a 400 of the fields of a table it may not read. The
+ * definition answered names the table by id. A problem is a 400 naming its path (`definition.trigger.filter.…`).
  */
-async function resolveDefinition(tx: MetaDb, catalog: TableCatalog, definition: FlowDefinition): Promise<{ definition: FlowDefinition; filter: RowFilter | null }> {
+async function resolveDefinition(tx: MetaDb, ctx: WriteContext, catalog: TableCatalog, definition: FlowDefinition): Promise<FlowDefinition> {
   const ref = definition.trigger.table;
   const table = await catalog.find(tx, ref);
   if (!table) throw invalid([{ path: 'definition.trigger.table', message: `no table ${ref}` }], 'Invalid flow');
-  let filter: RowFilter | null = null;
   if (definition.trigger.filter !== undefined) {
     const details: ErrorDetail[] = [];
-    filter = parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), details);
+    const reached = new Set<string>();
+    parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), details, reached);
+    await requireFilterReads(tx, ctx, table.id, reached);
     if (details.length > 0) throw invalid(details.map((d) => ({ path: `definition.trigger.${d.path}`, message: d.message })), 'Invalid flow');
   }
-  return { definition: { ...definition, trigger: { ...definition.trigger, table: table.id } }, filter };
+  return { ...definition, trigger: { ...definition.trigger, table: table.id } };
 }
 
-/** A stored definition's filter as its tables are now (null: none, or it no longer fits them, and then reads nothing: its changes fail). */
-async function storedFilter(tx: MetaDb, catalog: TableCatalog, definition: FlowDefinition): Promise<RowFilter | null> {
-  if (definition.trigger.filter === undefined) return null;
-  const table = await catalog.find(tx, definition.trigger.table);
-  if (!table) return null;
-  return parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), []);
+/** The tables a stored definition's filter reaches through links, as its tables are now (as far as it still reads). */
+async function storedFilterReaches(tx: MetaDb, catalog: TableCatalog, definition: FlowDefinition): Promise<Set<string>> {
+  const reached = new Set<string>();
+  const table = definition.trigger.filter === undefined ? undefined : await catalog.find(tx, definition.trigger.table);
+  if (table) parseRowFilter(definition.trigger.filter, await withLinkedTables(catalog, tx, table), [], reached);
+  return reached;
 }
 
 /** Starts (or starts again) the flow's reading of its table's change log after the latest change. */
@@ -123,9 +124,8 @@ export function flowsSpec({ dialect, catalog, allowPrivate }: FlowSpecOptions): 
       async beforeInsert(tx, columns, input, ctx) {
         const parsed = parseFlowDefinition(input.definition, allowPrivate, []);
         if (parsed) {
-          const { definition, filter } = await resolveDefinition(tx, catalog, parsed);
+          const definition = await resolveDefinition(tx, ctx, catalog, parsed);
           await requireFlowTable(tx, ctx, definition);
-          await requireFilterReads(tx, ctx, definition.trigger.table, filter);
           columns.definition = dialect.encodeJson(definition);
           if (input.enabled === true) await startCursor(tx, columns.id, definition.trigger.table);
         }
@@ -145,14 +145,12 @@ export function flowsSpec({ dialect, catalog, allowPrivate }: FlowSpecOptions): 
         // A stored definition is checked again: a setting may have changed since it was written.
         if (enabled && !definition) throw invalid(problems.length > 0 ? problems : [ENABLE_DRAFT], 'Invalid flow');
         if (definition && given) {
-          const resolved = await resolveDefinition(tx, catalog, definition);
-          definition = resolved.definition;
+          definition = await resolveDefinition(tx, ctx, catalog, definition);
           await requireFlowTable(tx, ctx, definition);
-          await requireFilterReads(tx, ctx, definition.trigger.table, resolved.filter);
           changes.definition = dialect.encodeJson(definition);
-        } else if (definition) {
+        } else if (definition && ctx.grant) {
           // Any change to a flow (enabling it, say) is a write of its filter as stored.
-          await requireFilterReads(tx, ctx, definition.trigger.table, ctx.grant ? await storedFilter(tx, catalog, definition) : null);
+          await requireFilterReads(tx, ctx, definition.trigger.table, await storedFilterReaches(tx, catalog, definition));
         }
         if (!enabled || !definition) return;
         const beforeTable = (before.definition as FlowDefinition | undefined)?.trigger?.table;
