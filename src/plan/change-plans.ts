@@ -2,7 +2,7 @@ import type { HistoryQuery } from '../domain/requests/history-query.ts';
 import type { StreamQuery } from '../domain/requests/stream-query.ts';
 import type { RowFilter } from '../domain/row-filter.ts';
 import type { TableDef } from '../domain/table.ts';
-import { filterTables } from './tables-touched.ts';
+import { filterTables, ownFirst } from './tables-touched.ts';
 
 /** Plans over the change log (issue 31): a table's change stream, and a page of a row's history. */
 
@@ -22,9 +22,7 @@ export interface ChangeStreamPlan {
 
 /** The stream the query asks for, from `position` (its `after`, or where a stream without one starts: ChangeLog.startingPoint). */
 export function planChangeStream(table: TableDef, q: StreamQuery, keyId: string, position: number): ChangeStreamPlan {
-  const reached = filterTables(q.filter);
-  reached.delete(table.id);
-  return { kind: 'change-stream', tableId: table.id, keyId, filter: q.filter, reads: [table.id, ...reached], position };
+  return { kind: 'change-stream', tableId: table.id, keyId, filter: q.filter, reads: ownFirst(table.id, filterTables(q.filter)), position };
 }
 
 /** A page of a row's history: its changes numbered below `before`, newest first, one more than the page to know whether another follows. */

@@ -32,9 +32,13 @@ export function expandTables(fields: readonly FieldDef[], into = new Set<string>
 
 /** Every table a read plan touches: its own first, then those of its link filters and its expand. */
 export function readPlanTables(plan: RowReadPlan): string[] {
-  const others = expandTables(plan.expand, filterTables(plan.selection.filter));
-  others.delete(plan.table.id);
-  return [plan.table.id, ...others];
+  return ownFirst(plan.table.id, expandTables(plan.expand, filterTables(plan.selection.filter)));
+}
+
+/** A plan's own table, then the others it reaches (its own left out of those). */
+export function ownFirst(tableId: string, reached: Set<string>): string[] {
+  reached.delete(tableId);
+  return [tableId, ...reached];
 }
 
 /**

@@ -106,6 +106,15 @@ interface Entry {
   after?: RowRecord | null;
   /** The row before this change: null when it did not exist, undefined when the log no longer says. */
   before?: Promise<RowRecord | null | undefined>;
+  /** An update's `changedFields`, parsed once (null: the entry does not say). */
+  written?: string[] | null;
+}
+
+/** The reads waiting for the judgement of one filter through links, and whether one is under way (judgeInTurn). */
+interface JudgingQueue {
+  filter: RowFilter;
+  reads: Read[];
+  running: boolean;
 }
 
 /**
@@ -205,7 +214,7 @@ class TableStreams {
   /** Reads of streams catching up, by position. */
   readonly reads = new Map<number, Promise<Read>>();
   /** The reads waiting for the judgement of each filter through links of its live streams, by filter (judgeInTurn). */
-  readonly judging = new Map<string, { filter: RowFilter; reads: Read[]; running: boolean }>();
+  readonly judging = new Map<string, JudgingQueue>();
   /**
    * The reader's last reads, oldest first, each beginning where the one before ended (the last one
    * ends at the tail), RECENT_BYTES of event text at most (and at least the last read).
@@ -484,7 +493,7 @@ export class ChangeStreams {
     if (!queue.running) this.judgeWaiting(table, key, queue).catch((err) => this.options.warn(`change streams of table ${table.id}: ${(err as Error).message}`));
   }
 
-  private async judgeWaiting(table: TableStreams, key: string, queue: { filter: RowFilter; reads: Read[]; running: boolean }): Promise<void> {
+  private async judgeWaiting(table: TableStreams, key: string, queue: JudgingQueue): Promise<void> {
     queue.running = true;
     try {
       while (queue.reads.length > 0) {
@@ -867,8 +876,8 @@ function traceWrite(trace: RoundTrace, s: Stream): void {
 
 /** Whether an update's entry wrote a field the filter reads (or may have: an entry that does not say). */
 function changedFor(filter: RowFilter, entry: Entry): boolean {
-  const written = entry.change.changedFields === null ? null : (JSON.parse(entry.change.changedFields) as string[]);
-  return written === null || mayChangeFor(filter, written);
+  entry.written ??= entry.change.changedFields === null ? null : (JSON.parse(entry.change.changedFields) as string[]);
+  return entry.written === null || mayChangeFor(filter, entry.written);
 }
 
 /** The row after the change (null: deleted), parsed once. */
