@@ -33,6 +33,7 @@ import { median, pairedRounds } from './support/rounds.ts';
 import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import pg from 'pg';
 import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, databaseCpuMs, freePort, startProcess } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const COMMIT = process.argv[2];
 if (!COMMIT) throw new Error('usage: node --import tsx bench/ab.ts <commit> [rows] [seconds]');
@@ -98,13 +99,13 @@ if (ONLY.some((w) => LINKS.includes(w))) {
 await loader.stop();
 const servers: Record<Side, Proc> = { before: await serve('before'), after: await serve('after') };
 
-let k = 0;
+const someRow = scatteredRows(N);
 let made = 0;
 let p = 0;
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
 const workloads: Record<string, LoadRequest> = {
-  get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
+  get: { path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`, headers: auth },
   first: { path: '/api/tables/bench/rows', headers: auth },
   paid: {
     path:
@@ -120,7 +121,7 @@ const workloads: Record<string, LoadRequest> = {
   nolink: bulkOf('orders', false),
   patch: {
     method: 'PATCH',
-    path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`,
+    path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`,
     body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }),
     headers: auth,
   },

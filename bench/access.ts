@@ -33,6 +33,7 @@ import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
 import { createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
 import { BENCH_KEY, ROOT, type Proc, benchDatabase, cpuMs, freePort, startProcess, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -101,8 +102,8 @@ async function compare<K extends string>(sides: [K, K], run: (side: K) => Promis
   };
 }
 
-let n = 0;
-const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
+const someRow = scatteredRows(N);
+const someId = () => ds.rowId(someRow());
 const withKey = (key: string) => ({ 'x-api-key': key });
 const stageWorkloads: [string, LoadRequest][] = [
   ['get by id, limited key', { path: () => `/api/tables/bench/rows/${someId()}`, headers: withKey(limited) }],

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, dataset, loadThroughApi, floorTable } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, startFloor, startService } from './support/processes.ts';
 
 const N = Number(process.argv[2] ?? process.env.BENCH_ROWS ?? 200_000);
@@ -36,8 +36,7 @@ service = await startService(env);
 // Whatever the service says (warnings, a crash) is shown.
 service.child.stderr?.on('data', (d) => process.stderr.write(d));
 service.child.on('exit', (code, signal) => code !== 0 && signal !== 'SIGTERM' && console.error(`the service exited: ${code ?? signal}`));
-const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
-const floor = await startFloor(db, [{ physical: table.physical, columns }]);
+const floor = await startFloor(db, [floorTable(ds, table)]);
 
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const aggregate = (params: Record<string, unknown>) =>

@@ -5,9 +5,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { api, createBenchTable, dataset, fillSqlite } from './support/dataset.ts';
+import { api, createBenchTable, dataset, fillSqlite, floorTable } from './support/dataset.ts';
 import { load } from './support/load.ts';
 import { BENCH_KEY, type Proc, peakRssMiB, startFloor, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const SIZES = (process.argv[2] ?? '200000,1000000').split(',').map(Number);
 const ds = await dataset();
@@ -53,8 +54,7 @@ for (const n of SIZES) {
   await fillSqlite(path.join(dir, 'rowhouse.db'), table, n, ownerId);
   console.log(`loaded ${n} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   service = await startService({ ROWHOUSE_DATA_DIR: dir });
-  const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
-  const floor = await startFloor(path.join(dir, 'rowhouse.db'), [{ physical: table.physical, columns }]);
+  const floor = await startFloor(path.join(dir, 'rowhouse.db'), [floorTable(ds, table)]);
   const auth = { 'x-api-key': BENCH_KEY };
   const exportUrl = (format: string, encoding: string) => `/api/tables/bench/rows-export?format=${format}&encoding=${encoding}&newline=lf`;
 
@@ -66,8 +66,8 @@ for (const n of SIZES) {
   const jsonl = await measure(service, exportUrl('jsonl', 'utf8'), n, auth);
 
   // get-by-id latency alone, then while a CSV export is being downloaded.
-  let k = 0;
-  const byId = { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % n))}`, headers: auth };
+  const someRow = scatteredRows(n);
+  const byId = { path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`, headers: auth };
   const quiet = await load(service.url, byId, 3);
   const during = download(service.url + exportUrl('csv', 'utf8'), auth);
   const busy = await load(service.url, byId, 3);

@@ -32,6 +32,9 @@ app.get('/paid', async () => ({
   // nulls last, as the service is asked (and as an index holding nulls first serves it backwards).
   data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 order by ${c.amount} desc nulls last, id desc limit $3`, ['paid', 5000, 51]),
 }));
+app.get('/paidBelow', async (req) => ({
+  data: await rows(`select ${all} from ${t} where ${c.status} = $1 and ${c.amount} > $2 and ${c.amount} < $3 order by ${c.amount} desc nulls last, id desc limit $4`, ['paid', 5000, Number((req.query as { lt: string }).lt), 51]),
+}));
 // As the service writes them: nulls last, which PostgreSQL must be told for a descending order.
 app.get('/byAmount', async () => ({ data: await rows(`select ${all} from ${t} order by ${c.amount} desc nulls last, id desc limit $1`, [51]) }));
 const link = process.env.FLOOR_LINK ? (JSON.parse(process.env.FLOOR_LINK) as { edges: string; mine: string; other: string; target: number; column: string }) : null;

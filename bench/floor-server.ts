@@ -27,6 +27,7 @@ const all = `id, created_at, updated_at, created_by, updated_by, ${cols}`;
 const first = db.prepare(`select ${all} from ${t} order by created_at, id limit ?`);
 const after = db.prepare(`select ${all} from ${t} where (created_at, id) > (?, ?) order by created_at, id limit ?`);
 const paid = db.prepare(`select ${all} from ${t} where ${c.status} = ? and ${c.amount} > ? order by ${c.amount} desc, id desc limit ?`);
+const paidBelow = db.prepare(`select ${all} from ${t} where ${c.status} = ? and ${c.amount} > ? and ${c.amount} < ? order by ${c.amount} desc, id desc limit ?`);
 const byAmount = db.prepare(`select ${all} from ${t} order by ${c.amount} desc, id desc limit ?`);
 const byQuantity = db.prepare(`select ${all} from ${t} order by ${c.quantity} desc, id desc limit ?`);
 const byId = db.prepare(`select ${all} from ${t} where id = ?`);
@@ -86,6 +87,7 @@ app.get('/after', async (req) => {
   return { data: after.all(q.c, q.id, 51) };
 });
 app.get('/paid', async () => ({ data: paid.all('paid', 5000, 51) }));
+app.get('/paidBelow', async (req) => ({ data: paidBelow.all('paid', 5000, Number((req.query as { lt: string }).lt), 51) }));
 app.get('/byAmount', async () => ({ data: byAmount.all(51) }));
 app.get('/byQuantity', async () => ({ data: byQuantity.all(51) }));
 app.get('/linkedSome', async (req) => ({ data: linkedSome?.all((req.query as { v: string }).v, 51) }));

@@ -4,10 +4,14 @@
 // 200,000-row depth and get by id must stay within 1.2x of their latency on the small table.
 // Both tables are loaded through the API (1,000-row bulk creates) and the service restarted, as
 // a user's would be; each workload then runs in paired rounds (small, large, large, small, …) and
-// the figure is the median of the rounds' ratios of mean latency (large / small). Beside it, per
+// the figure is the median of the rounds' ratios of mean latency (large / small), the latency taken
+// from the rate (meanMs). Beside it, per
 // request, the service's CPU and its waits for the disk (major faults, bytes read from the disk):
 // latency counts a wait that CPU does not; then each round's CPU per side, the minor faults and
 // the bytes read with read(2)/pread(2) from anywhere (pages past SQLite's 2 GiB map come by pread).
+// The control: the raw-SQL floor (bench/floor-server*.ts, one per table, on the same database) runs
+// the same reads on both tables in the same rounds, each beside the service's, so the database's own growth (a deeper
+// B-tree, a larger file) is seen apart from the service's; the budget is the service's alone.
 // The sorted filter's first page reads as many rows as lie above its 51st paid row, which the draw
 // decides (printed); the same filter from random amounts reads as many rows at both sizes in the mean.
 //   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3, BENCH_ONLY=name)
@@ -17,14 +21,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
-import { BENCH_KEY, benchDatabase, cpuMs, diskReads, startService } from './support/processes.ts';
+import { api, createBenchTable, dataset, existingTable, floorTable, loadThroughApi, pageAtRow } from './support/dataset.ts';
+import { BENCH_KEY, benchDatabase, cpuMs, diskReads, type Proc, startFloor, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const SMALL = 200_000;
 const LARGE = Number(process.env.BENCH_ROWS ?? 2_000_000);
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEEP = 150_000;
+const CONNECTIONS = 10;
 /** BENCH_ONLY=text: only the workloads whose name holds it (a closer look at one). */
 const ONLY = process.env.BENCH_ONLY;
 
@@ -48,18 +54,31 @@ for (const [code, rows] of kept ? [] : ([['small', SMALL], ['large', LARGE]] as 
 if (KEEP !== undefined && !kept) fs.writeFileSync(loadedMark, JSON.stringify({ small: SMALL, large: LARGE }));
 await service.stop();
 service = await startService(env);
+const floorDb = postgres ? postgres.url : path.join(dir, 'rowhouse.db');
+const floors: Record<'small' | 'large', Proc> = {
+  small: await startFloor(floorDb, [floorTable(ds, await existingTable(service.url, 'small'))]),
+  large: await startFloor(floorDb, [floorTable(ds, await existingTable(service.url, 'large'))]),
+};
 
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
-const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][] = [
-  ['first page', async (code) => ({ path: `/api/tables/${code}/rows`, headers: auth })],
+/** A workload's request to the service, and the floor's path for the same read (none: no control). */
+interface Reads {
+  service: LoadRequest;
+  floor?: LoadRequest['path'];
+}
+const workloads: [string, (code: string, rows: number) => Promise<Reads>][] = [
+  ['first page', async (code) => ({ service: { path: `/api/tables/${code}/rows`, headers: auth }, floor: '/first' })],
   [
     'paid, amount > 5000, amount desc',
     async (code) => ({
-      path:
-        `/api/tables/${code}/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
-        `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
-      headers: auth,
+      service: {
+        path:
+          `/api/tables/${code}/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
+          `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
+        headers: auth,
+      },
+      floor: '/paid',
     }),
   ],
   [
@@ -68,21 +87,35 @@ const workloads: [string, (code: string, rows: number) => Promise<LoadRequest>][
     // per table (sortedPageReads); from many starting amounts both tables read as many in the mean.
     'paid, amount desc, from random amounts',
     async (code) => {
-      let n = 0;
+      // The same bounds in the same order on both sides.
+      const [serviceAmount, floorAmount] = [scatteredRows(4900), scatteredRows(4900)];
       return {
-        path: () =>
-          `/api/tables/${code}/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000, _lt: 5100 + ((n = (n * 7919 + 13) % 4900)) } } })}` +
-          `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
-        headers: auth,
+        service: {
+          path: () =>
+            `/api/tables/${code}/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000, _lt: 5100 + serviceAmount() } } })}` +
+            `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
+          headers: auth,
+        },
+        floor: () => `/paidBelow?lt=${5100 + floorAmount()}`,
       };
     },
   ],
-  [`page at row ${DEEP} by cursor`, async (code) => ({ path: (await pageAtRow(service.url, code, DEEP)).path, headers: auth })],
+  [
+    `page at row ${DEEP} by cursor`,
+    async (code) => {
+      const { path: page, last } = await pageAtRow(service.url, code, DEEP);
+      return { service: { path: page, headers: auth }, floor: `/after?c=${encodeURIComponent(last.createdAt)}&id=${encodeURIComponent(last.id)}` };
+    },
+  ],
   [
     'get by id',
     async (code, rows) => {
-      let n = 0;
-      return { path: () => `/api/tables/${code}/rows/${ds.rowId((n = (n * 7919 + 13) % rows))}`, headers: auth };
+      // The same rows in the same order on both sides, every row of the table in turn.
+      const [serviceRow, floorRow] = [scatteredRows(rows), scatteredRows(rows)];
+      return {
+        service: { path: () => `/api/tables/${code}/rows/${ds.rowId(serviceRow())}`, headers: auth },
+        floor: () => `/rows/${ds.rowId(floorRow())}`,
+      };
     },
   ],
 ];
@@ -118,35 +151,80 @@ interface Round extends Load {
 async function measured(request: LoadRequest): Promise<Round> {
   const pid = service.child.pid as number;
   const [cpu0, disk0] = [cpuMs(pid).total, diskReads(pid)];
-  const run = await load(service.url, request, SECONDS);
+  const run = await load(service.url, request, SECONDS, CONNECTIONS);
   const [cpu1, disk1] = [cpuMs(pid).total, diskReads(pid)];
   const requests = run.rps * SECONDS;
   const per = (k: 'majorFaults' | 'diskBytes' | 'minorFaults' | 'readBytes') => (disk1[k] - disk0[k]) / requests;
   return { ...run, cpu: ((cpu1 - cpu0) * 1000) / requests, majorFaults: per('majorFaults'), diskBytes: per('diskBytes'), minorFaults: per('minorFaults'), readBytes: per('readBytes') };
 }
 
-const results: { name: string; small: Round[]; large: Round[]; ratio: number; ratios: number[]; cpuRatio: number }[] = [];
+/**
+ * A round's mean latency, ms, from its throughput: with every connection always waiting for its
+ * answer, `CONNECTIONS / rate` (Little's law). The load's own mean counts whole milliseconds, which
+ * for a get by id (about 0.1-0.5 ms) is mostly 0 or 1, and a ratio of two such means moved by
+ * two-fold from one round to the next.
+ */
+const meanMs = (l: Load) => (CONNECTIONS * 1000) / l.rps;
+
+/** The floor's control: its latency ratio (large / small, median of rounds) and the rounds'. */
+interface Control {
+  small: Load[];
+  large: Load[];
+  ratio: number;
+  ratios: number[];
+}
+const results: { name: string; small: Round[]; large: Round[]; ratio: number; ratios: number[]; cpuRatio: number; control: Control | null }[] = [];
 for (const [name, make] of workloads) {
   if (ONLY !== undefined && !name.includes(ONLY)) continue;
-  const requests = { small: await make('small', SMALL), large: await make('large', LARGE) };
-  await load(service.url, requests.small, 1);
-  await load(service.url, requests.large, 1);
-  const runs = await pairedRounds(ROUNDS, ['small', 'large'], (side) => measured(requests[side]));
-  const ratios = runs.large.map((l, k) => l.mean / runs.small[k].mean);
+  const reads = { small: await make('small', SMALL), large: await make('large', LARGE) };
+  const floorPaths = { small: reads.small.floor, large: reads.large.floor };
+  const controlled = floorPaths.small !== undefined && floorPaths.large !== undefined;
+  const floorRead = (side: 'small' | 'large') => load(floors[side].url, { path: floorPaths[side] as LoadRequest['path'] }, SECONDS, CONNECTIONS);
+  await load(service.url, reads.small.service, 1);
+  await load(service.url, reads.large.service, 1);
+  if (controlled) for (const side of ['small', 'large'] as const) await load(floors[side].url, { path: floorPaths[side] as LoadRequest['path'] }, 1);
+  // The service's rounds and the floor's interleaved (each table's turn: the service, then the
+  // floor, or the other way round every other round), so that both read each table in the same
+  // state of the OS's file cache, which a first reader fills and the second finds full.
+  const runs: Record<'small' | 'large', Round[]> = { small: [], large: [] };
+  const f: Record<'small' | 'large', Load[]> = { small: [], large: [] };
+  await pairedRounds(ROUNDS, ['small', 'large'], async (side) => {
+    const floorFirst = controlled && runs[side].length % 2 === 1;
+    if (floorFirst) f[side].push(await floorRead(side));
+    runs[side].push(await measured(reads[side].service));
+    if (controlled && !floorFirst) f[side].push(await floorRead(side));
+  });
+  const ratios = runs.large.map((l, k) => meanMs(l) / meanMs(runs.small[k]));
   const cpuRatio = median(runs.large.map((l, k) => l.cpu / runs.small[k].cpu));
-  results.push({ name, small: runs.small, large: runs.large, ratio: median(ratios), ratios, cpuRatio });
+  let control: Control | null = null;
+  if (controlled) {
+    const fr = f.large.map((l, k) => meanMs(l) / meanMs(f.small[k]));
+    control = { small: f.small, large: f.large, ratio: median(fr), ratios: fr };
+  }
+  results.push({ name, small: runs.small, large: runs.large, ratio: median(ratios), ratios, cpuRatio, control });
 }
 
 await service.stop();
+await floors.small.stop();
+await floors.large.stop();
 await postgres?.stop();
 if (KEEP === undefined) fs.rmSync(dir, { recursive: true, force: true });
 
 const fmt = (x: number, d = 0) => x.toFixed(d).padStart(8);
 console.log(`\n${LARGE} rows against ${SMALL} on ${postgres ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} paired rounds of ${SECONDS} s, 10 connections; latency in ms (mean, p99)\n`);
 console.log(`${'workload'.padEnd(36)} ${'small'.padStart(8)} ${'p99'.padStart(8)} ${'large'.padStart(8)} ${'p99'.padStart(8)} ${'ratio'.padStart(8)}`);
-const m = (xs: Round[], k: 'mean' | 'p99' | 'cpu' | 'majorFaults' | 'diskBytes' | 'minorFaults' | 'readBytes') => median(xs.map((x) => x[k]));
+const m = (xs: Round[], k: 'p99' | 'cpu' | 'majorFaults' | 'diskBytes' | 'minorFaults' | 'readBytes') => median(xs.map((x) => x[k]));
+/** The rounds' median mean latency (ms, from the rate). */
+const mean = (xs: Load[]) => median(xs.map(meanMs));
 for (const { name, small, large, ratio, ratios } of results) {
-  console.log(`${name.padEnd(36)} ${fmt(m(small, 'mean'), 2)} ${fmt(m(small, 'p99'), 1)} ${fmt(m(large, 'mean'), 2)} ${fmt(m(large, 'p99'), 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+  console.log(`${name.padEnd(36)} ${fmt(mean(small), 2)} ${fmt(m(small, 'p99'), 1)} ${fmt(mean(large), 2)} ${fmt(m(large, 'p99'), 1)} ${fmt(ratio, 2)}   (${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+}
+// The control: the floor's own latency on each table (mean, p99) and its ratio, large / small.
+console.log(`\nthe floor on the same tables (the database's own growth), latency in ms (mean, p99)\n`);
+for (const { name, control } of results) {
+  if (control === null) continue;
+  const p99 = (xs: Load[]) => median(xs.map((x) => x.p99));
+  console.log(`${name.padEnd(36)} ${fmt(mean(control.small), 2)} ${fmt(p99(control.small), 1)} ${fmt(mean(control.large), 2)} ${fmt(p99(control.large), 1)} ${fmt(control.ratio, 2)}   (${control.ratios.map((r) => r.toFixed(2)).join(', ')})`);
 }
 // Latency counts waits (the disk) that CPU does not: a large side reading from the disk shows here.
 console.log(`\nthe service per request, median of rounds: CPU (µs, all threads), major faults, bytes read from the disk\n`);

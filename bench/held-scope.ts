@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { startApp } from '../test/support/harness.ts';
 import { heldScope } from '../src/store/transaction-hooks.ts';
 import { median } from './support/rounds.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 8);
 const REQUESTS = Number(process.argv[3] ?? 400);
@@ -25,9 +26,9 @@ const ids: string[] = [];
 for (let i = 0; i < 2000; i++) ids.push((await t.post('/api/tables/bench/rows', { values: values() })).body.id);
 
 type Workload = 'get' | 'create' | 'idem';
-let k = 0;
+const someRow = scatteredRows(2000);
 const send: Record<Workload, () => Promise<{ status: number }>> = {
-  get: () => t.get(`/api/tables/bench/rows/${ids[(k = (k * 7919 + 13) % ids.length)]}`),
+  get: () => t.get(`/api/tables/bench/rows/${ids[someRow()]}`),
   create: () => t.post('/api/tables/bench/rows', { values: values() }),
   idem: () => t.post('/api/tables/bench/rows', { values: values() }, { headers: { 'idempotency-key': randomUUID() } }),
 };

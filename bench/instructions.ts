@@ -21,8 +21,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
+import { createBenchTable, dataset, loadThroughApi, floorTable } from './support/dataset.ts';
 import { BENCH_KEY, ROOT, freePort, startService, waitFor } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const WORKLOAD = process.argv[2] ?? 'get';
 const WHICH = process.argv[3] ?? 'both';
@@ -41,18 +42,18 @@ const table = await createBenchTable(loader.url, 'bench');
 await loadThroughApi(loader.url, 'bench', ROWS);
 await loader.stop();
 
-let k = 0;
+const someRow = scatteredRows(ROWS);
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const paths = {
   service: {
-    get: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % ROWS))}`,
+    get: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`,
     first: () => '/api/tables/bench/rows',
     paid: () =>
       `/api/tables/bench/rows?filter=${q({ values: { status: { _eq: 'paid' }, amount: { _gt: 5000 } } })}` +
       `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`,
   },
   floor: {
-    get: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % ROWS))}`,
+    get: () => `/rows/${ds.rowId(someRow())}`,
     first: () => '/first',
     paid: () => '/paid',
   },
@@ -155,7 +156,7 @@ async function counted(target: 'service' | 'floor'): Promise<Counted> {
     ...env,
     PORT: String(port),
     FLOOR_DB: path.join(dir, 'rowhouse.db'),
-    FLOOR_TABLES: JSON.stringify([{ physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) }]),
+    FLOOR_TABLES: JSON.stringify([floorTable(ds, table)]),
   };
   const child = spawn(
     'valgrind',

@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import SqliteDatabase from 'better-sqlite3';
 import { median } from './support/rounds.ts';
-import { createBenchTable, dataset } from './support/dataset.ts';
+import { createBenchTable, dataset, floorTable } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, cpuMs, type Proc, startFloor, startService } from './support/processes.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 3);
@@ -89,7 +89,7 @@ const ds = await dataset();
 const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const service = await startService(env, undefined, nodeArgs);
 const table = await createBenchTable(service.url);
-const floor = await startFloor(db, [{ physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) }]);
+const floor = await startFloor(db, [floorTable(ds, table)]);
 interface Target { name: string; proc: Proc; path: string; headers: Record<string, string> }
 const targets: Target[] = [
   { name: 'service', proc: service, path: '/api/tables/bench/rows', headers: { 'x-api-key': BENCH_KEY } },

@@ -22,10 +22,11 @@ import path from 'node:path';
 // @ts-expect-error: a plain JavaScript module of the test setup, without type declarations
 import { startPostgres } from '../test/support/postgres-server.mjs';
 import { csvOfDataset } from './support/csv.ts';
-import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, createBodies, dataset, loadThroughApi, floorTable } from './support/dataset.ts';
 import { load } from './support/load.ts';
 import { BENCH_KEY, ROOT, cpuMs, databaseCpuMs, startFloor, startService } from './support/processes.ts';
 import pg from 'pg';
+import { scatteredRows } from './support/scattered.ts';
 
 const WORKLOAD = process.argv[2] ?? 'get';
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -149,11 +150,11 @@ process.env.PROFILE_SERVICE = profiles;
 const profiledFrom = performance.now();
 service = FLOOR
   ? await startFloor(postgres ? postgres.url : path.join(dir, 'rowhouse.db'), [
-      { physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) },
+      floorTable(ds, table),
     ])
   : await startService(env);
 delete process.env.PROFILE_SERVICE;
-let k = 0;
+const someRow = scatteredRows(N);
 const auth = { 'x-api-key': BENCH_KEY };
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const paid =
@@ -168,7 +169,7 @@ const serviceRequests = {
   create: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth },
   // The same create with a fresh Idempotency-Key on each (bench/access.ts).
   idemcreate: { method: 'POST' as const, path: '/api/tables/bench/rows', body: createBody, headers: auth, moreHeaders: () => ({ 'idempotency-key': randomUUID() }) },
-  patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
+  patch: { method: 'PATCH' as const, path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`, body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }), headers: auth },
   bulk: { method: 'POST' as const, path: '/api/tables/bench/rows-bulk', body: () => bulkBody, headers: auth },
   linkbulk: {
     method: 'POST' as const,
@@ -188,15 +189,15 @@ const serviceRequests = {
   expand: { path: '/api/tables/bench/rows?expand=customer', headers: auth },
   linkfirst: { path: '/api/tables/bench/rows', headers: auth },
   paid: { path: paid, headers: auth },
-  get: { path: () => `/api/tables/bench/rows/${ds.rowId((k = (k * 7919 + 13) % N))}`, headers: auth },
+  get: { path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`, headers: auth },
   export: { path: '/api/tables/bench/rows-export?format=csv&encoding=utf8&newline=lf', headers: auth },
 };
 const floorRequests = {
   create: { ...serviceRequests.create, path: '/rows' },
-  patch: { ...serviceRequests.patch, path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
+  patch: { ...serviceRequests.patch, path: () => `/rows/${ds.rowId(someRow())}` },
   first: { path: '/first' },
   paid: { path: '/paid' },
-  get: { path: () => `/rows/${ds.rowId((k = (k * 7919 + 13) % N))}` },
+  get: { path: () => `/rows/${ds.rowId(someRow())}` },
 };
 const requests: Record<string, Parameters<typeof load>[1]> = FLOOR ? floorRequests : serviceRequests;
 /** When the measured load began (ms after the profiled process was started), and the requests it answered. */

@@ -9,8 +9,9 @@
 import fs from 'node:fs';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { createBenchTable, createBodies, dataset, loadThroughApi, pageAtRow } from './support/dataset.ts';
+import { createBenchTable, createBodies, dataset, loadThroughApi, pageAtRow, floorTable } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, cpuMs, type Proc, startFloor, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -27,8 +28,7 @@ console.log(`loaded ${N} rows into ${postgres ? 'PostgreSQL' : 'SQLite'} through
 await service.stop();
 
 service = await startService(env);
-const columns = Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)]));
-const floor = await startFloor(db, [{ physical: table.physical, columns }]);
+const floor = await startFloor(db, [floorTable(ds, table)]);
 
 // The page starting at row DEEP, reached by walking nextUrl; the floor's starts after the row before it.
 const { path: deepPath, last } = await pageAtRow(service.url, 'bench', DEEP);
@@ -40,8 +40,8 @@ const paidPath =
   `&sort=${q([{ amount: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
 const sortedBy = (code: string) =>
   `/api/tables/bench/rows?sort=${q([{ [code]: { direction: 'desc', nulls: 'nullsLast' } }, { id: { direction: 'desc', nulls: 'nullsLast' } }])}`;
-let n = 0;
-const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
+const someRow = scatteredRows(N);
+const someId = () => ds.rowId(someRow());
 /**
  * A create is what users send: a whole row of the benchmark table with a client id, fresh each
  * time (createBodies). Both sides take their bodies from the one maker, so no id repeats across
@@ -50,7 +50,8 @@ const someId = () => ds.rowId((n = (n * 7919 + 13) % N));
  * full-row harness found 0.62.)
  */
 const createBody = createBodies(ds, N);
-const patchBody = () => JSON.stringify({ values: { amount: (n++ % 10000) + 0.25 } });
+let patched = 0;
+const patchBody = () => JSON.stringify({ values: { amount: (patched++ % 10000) + 0.25 } });
 const auth = { 'x-api-key': BENCH_KEY };
 
 const workloads: [string, LoadRequest, LoadRequest][] = [

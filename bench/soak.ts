@@ -12,6 +12,7 @@ import autocannon from 'autocannon';
 import fs from 'node:fs';
 import { createBenchTable, dataset, loadThroughApi } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, memory, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const SECONDS = Number(process.argv[2] ?? 300);
 const N = Number(process.argv[3] ?? 20_000);
@@ -28,8 +29,8 @@ await loadThroughApi(service.url, 'bench', N);
 const pid = service.child.pid as number;
 
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
-let k = 0;
-const someId = () => ds.rowId((k = (k * 7919 + 13) % N));
+const someRow = scatteredRows(N);
+const someId = () => ds.rowId(someRow());
 let made = 0;
 const values = () => ({ title: `soak ${made++}`, amount: (made % 10_000) + 0.5, status: 'new' });
 type Req = { method: 'GET' | 'POST' | 'PATCH'; path: () => string; body?: () => string };

@@ -13,8 +13,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type Load, type LoadRequest, load } from './support/load.ts';
 import { median, pairedRounds } from './support/rounds.ts';
-import { api, createBenchTable, createBodies, dataset, loadThroughApi } from './support/dataset.ts';
+import { api, createBenchTable, createBodies, dataset, loadThroughApi, floorTable } from './support/dataset.ts';
 import { BENCH_KEY, benchDatabase, type Proc, startFloor, startService } from './support/processes.ts';
+import { scatteredRows } from './support/scattered.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 const SECONDS = Number(process.argv[3] ?? 5);
@@ -33,20 +34,20 @@ const second: Proc | null = postgres ? await startService({ ...env, ROWHOUSE_DAT
 // The control on PostgreSQL: two raw-SQL floors (bench/floor-server-pg.ts, a pool of 10 each, as
 // the service's) on the same table, so that what two processes cost PostgreSQL itself is seen
 // apart from the service.
-const floorTables = [{ physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) }];
+const floorTables = [floorTable(ds, table)];
 // On both databases, one floor also takes 64 writers against 10: whether the database (and the
 // machine) itself gives more or less with more writers, apart from the service.
 const floors: Proc[] = postgres ? [await startFloor(postgres.url, floorTables), await startFloor(postgres.url, floorTables)] : [await startFloor(db, floorTables)];
 
 const auth = { 'x-api-key': BENCH_KEY };
 const createBody = createBodies(ds, N);
-let n = 0;
+const someRow = scatteredRows(N);
 let p = 0;
 const requests: Record<string, LoadRequest> = {
   create: { method: 'POST', path: '/api/tables/bench/rows', body: createBody, headers: auth },
   patch: {
     method: 'PATCH',
-    path: () => `/api/tables/bench/rows/${ds.rowId((n = (n * 7919 + 13) % N))}`,
+    path: () => `/api/tables/bench/rows/${ds.rowId(someRow())}`,
     body: () => JSON.stringify({ values: { amount: (p++ % 10000) + 0.25 } }),
     headers: auth,
   },

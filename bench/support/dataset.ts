@@ -63,7 +63,20 @@ export const INDEXED = ['status', 'amount'];
 export async function createBenchTable(base: string, code = 'bench', extra: unknown[] = []): Promise<BenchTable> {
   const ds = await dataset();
   const fields = [...ds.FIELDS.map((f) => (INDEXED.includes(f.code) ? { ...f, options: { indexed: true } } : f)), ...extra];
-  const table = await api(base, 'POST', '/api/tables', { code, name: 'Bench', fields });
+  return benchTable(await api(base, 'POST', '/api/tables', { code, name: 'Bench', fields }));
+}
+
+/** A table that exists already (as the API answers it), with its physical names. */
+export async function existingTable(base: string, code: string): Promise<BenchTable> {
+  return benchTable(await api(base, 'GET', `/api/tables/${code}`));
+}
+
+/** The floor's description of a dataset table (startFloor): its physical name and the dataset fields' columns. */
+export function floorTable(ds: DatasetModule, table: BenchTable): { physical: string; columns: Record<string, string> } {
+  return { physical: table.physical, columns: Object.fromEntries(ds.FIELDS.map((f) => [f.code, table.column(f.code)])) };
+}
+
+function benchTable(table: { id: string; fields: FieldDef[] }): BenchTable {
   const byCode = new Map<string, FieldDef>(table.fields.map((f: FieldDef) => [f.code, f]));
   return {
     id: table.id,
