@@ -26,7 +26,7 @@ const ids: string[] = [];
 for (let i = 0; i < 2000; i++) ids.push((await t.post('/api/tables/bench/rows', { values: values() })).body.id);
 
 type Workload = 'get' | 'create' | 'idem';
-const someRow = scatteredRows(2000);
+const someRow = scatteredRows(ids.length);
 const send: Record<Workload, () => Promise<{ status: number }>> = {
   get: () => t.get(`/api/tables/bench/rows/${ids[someRow()]}`),
   create: () => t.post('/api/tables/bench/rows', { values: values() }),
