@@ -62,6 +62,7 @@ const floors: Record<'small' | 'large', Proc> = {
 
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const auth = { 'x-api-key': BENCH_KEY };
+const RANDOM_AMOUNTS = 'paid, amount desc, from random amounts';
 /** A workload's request to the service, and the floor's path for the same read (none: no control). */
 interface Reads {
   service: LoadRequest;
@@ -85,7 +86,7 @@ const workloads: [string, (code: string, rows: number) => Promise<Reads>][] = [
     // The same query from a random amount down (5,100 to 9,999): the rows a page reads depend on how
     // many paid rows lie among the highest amounts, which the draw of the first query fixes once
     // per table (sortedPageReads); from many starting amounts both tables read as many in the mean.
-    'paid, amount desc, from random amounts',
+    RANDOM_AMOUNTS,
     async (code) => {
       // The same bounds on both sides, from other starts: the second to run must not find the first's pages just read.
       const [serviceAmount, floorAmount] = [scatteredRows(4900), scatteredRows(4900, 2450)];
@@ -245,7 +246,15 @@ for (const { name, small, large } of results) {
   console.log(`${name.padEnd(36)} ${rounds}   minflt ${m(small, 'minorFaults').toFixed(2)} : ${m(large, 'minorFaults').toFixed(2)}   read B ${m(small, 'readBytes').toFixed(0)} : ${m(large, 'readBytes').toFixed(0)}`);
 }
 console.log(`\nrows read for the first page of 'paid, amount > 5000, amount desc': ${reads.small} at ${SMALL}, ${reads.large} at ${LARGE} (${(reads.large / reads.small).toFixed(2)}x the work)`);
-const budgets = results.map(({ name, ratio }) => [`${name}: at most 1.2x the latency at ${SMALL} rows`, ratio <= 1.2, ratio.toFixed(2)] as const);
+// Issue 27's four reads must stay within 1.2x. The sorted filter from random amounts is a closer
+// look of this bench's own: each of its pages reads some 300 rows at random places, ten times as
+// far apart at 2,000,000 rows, and the raw database grows by about half on it too (docs/decisions.md,
+// "The benches read every row"), so it is held to the floor's growth: at most 1.2x of it.
+const budgets = results.map(({ name, ratio, control }) =>
+  name === RANDOM_AMOUNTS && control !== null
+    ? ([`${name}: at most 1.2x the floor's own growth (${control.ratio.toFixed(2)})`, ratio <= 1.2 * control.ratio, `${ratio.toFixed(2)}, ${(ratio / control.ratio).toFixed(2)} of the floor's`] as const)
+    : ([`${name}: at most 1.2x the latency at ${SMALL} rows`, ratio <= 1.2, ratio.toFixed(2)] as const),
+);
 console.log('\nbudgets:');
 for (const [what, ok, figure] of budgets) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what} (${figure})`);
 process.exit(budgets.every(([, ok]) => ok) ? 0 : 1);
