@@ -5,13 +5,12 @@
 // Both tables are loaded through the API (1,000-row bulk creates) and the service restarted, as
 // a user's would be; each workload then runs in paired rounds (small, large, large, small, …) and
 // the figure is the median of the rounds' ratios of mean latency (large / small), the latency taken
-// from the rate (meanMs). Beside it, per
-// request, the service's CPU and its waits for the disk (major faults, bytes read from the disk):
+// from the rate (meanMs). Beside it, per request, the service's CPU and its waits for the disk (major faults, bytes read from the disk):
 // latency counts a wait that CPU does not; then each round's CPU per side, the minor faults and
 // the bytes read with read(2)/pread(2) from anywhere (pages past SQLite's 2 GiB map come by pread).
 // The control: the raw-SQL floor (bench/floor-server*.ts, one per table, on the same database) runs
-// the same reads on both tables in the same rounds, each beside the service's, so the database's own growth (a deeper
-// B-tree, a larger file) is seen apart from the service's; the budget is the service's alone.
+// the same reads on both tables in the same rounds, each beside the service's, so the database's
+// own growth (a deeper B-tree, a larger file) is seen apart from the service's.
 // The sorted filter's first page reads as many rows as lie above its 51st paid row, which the draw
 // decides (printed); the same filter from random amounts reads as many rows at both sizes in the mean.
 //   npm run build && node --import tsx bench/growth.ts [seconds=5]      (BENCH_DATABASE=postgres, BENCH_ROWS=2000000, BENCH_ROUNDS=3, BENCH_ONLY=name)
@@ -180,10 +179,10 @@ for (const [name, make] of workloads) {
   const reads = { small: await make('small', SMALL), large: await make('large', LARGE) };
   const floorPaths = { small: reads.small.floor, large: reads.large.floor };
   const controlled = floorPaths.small !== undefined && floorPaths.large !== undefined;
-  const floorRead = (side: 'small' | 'large') => load(floors[side].url, { path: floorPaths[side] as LoadRequest['path'] }, SECONDS, CONNECTIONS);
+  const floorRead = (side: 'small' | 'large', seconds = SECONDS) => load(floors[side].url, { path: floorPaths[side] as LoadRequest['path'] }, seconds, CONNECTIONS);
   await load(service.url, reads.small.service, 1);
   await load(service.url, reads.large.service, 1);
-  if (controlled) for (const side of ['small', 'large'] as const) await load(floors[side].url, { path: floorPaths[side] as LoadRequest['path'] }, 1);
+  if (controlled) for (const side of ['small', 'large'] as const) await floorRead(side, 1);
   // The service's rounds and the floor's interleaved (each table's turn: the service, then the
   // floor, or the other way round every other round), so that both read each table in the same
   // state of the OS's file cache, which a first reader fills and the second finds full.
